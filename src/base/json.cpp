@@ -1,0 +1,20 @@
+// JSON parsing with user-facing error messages.
+#include "base/json.h"
+
+namespace kforge {
+
+StatusOr<Json> parse_json(const std::string& text, const std::string& what) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // Re-parse with exceptions only to get the position for the message.
+    try {
+      (void)Json::parse(text);
+    } catch (const Json::parse_error& e) {
+      return invalid_argument(what + " is not valid JSON (" + std::string(e.what()) + ")");
+    }
+    return invalid_argument(what + " is not valid JSON");
+  }
+  return j;
+}
+
+}  // namespace kforge

@@ -1,0 +1,67 @@
+// kforge: the command-line entry point (CLI11); each subcommand lives in commands.cpp.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace kforge::cli;
+  CLI::App app{"kforge: PyTorch models (KernelBench format) to verified, fast CUDA kernels.\n"
+               "Without a GPU, timings come from the cost model and are marked predicted."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "kforge 0.1.0");
+
+  auto add_common = [](CLI::App* cmd, CommonOptions& c) {
+    cmd->add_option("--protocol", c.protocol, "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
+        ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+    cmd->add_option("-j,--jobs", c.jobs, "parallel nvcc jobs (default: all cores)")->check(CLI::NonNegativeNumber);
+    cmd->add_flag("--json", c.json, "print the report as JSON instead of a table");
+  };
+
+  ImportArgs import_args;
+  auto* imp = app.add_subcommand("import", "trace a problem file into graph JSON");
+  imp->add_option("problem", import_args.problem, "KernelBench-format problem (.py)")->required();
+  imp->add_option("-o,--out", import_args.out, "write the graph here (default: stdout)");
+  add_common(imp, import_args.common);
+
+  PlanArgs plan_args;
+  auto* plan = app.add_subcommand("plan", "make the first schedule (one kernel per op) for a problem or graph");
+  plan->add_option("input", plan_args.input, "problem (.py) or graph (.json)")->required();
+  plan->add_option("-o,--out", plan_args.out, "write the schedule here (default: stdout)");
+  plan->add_option("--precision", plan_args.precision, "contraction precision: fp32, tf32 or 3xtf32")
+      ->check(CLI::IsMember({"fp32", "tf32", "3xtf32"}));
+  add_common(plan, plan_args.common);
+
+  BuildArgs build_args;
+  auto* build = app.add_subcommand("build", "generate CUDA and build it with nvcc (sm_90a)");
+  build->add_option("input", build_args.input, "problem (.py) or graph (.json)")->required();
+  build->add_option("--schedule", build_args.schedule, "a schedule .json from `kforge plan` (default: plan afresh)");
+  build->add_option("--out", build_args.out_dir, "output directory (default: out/<name>)");
+  build->add_flag("--force", build_args.force, "write into an existing directory kforge did not make");
+  add_common(build, build_args.common);
+
+  OptimizeArgs opt_args;
+  auto* opt = app.add_subcommand("optimize", "import, plan, generate, build and evaluate a problem");
+  opt->add_option("problem", opt_args.problem, "KernelBench-format problem (.py)")->required();
+  opt->add_option("--out", opt_args.out_dir, "output directory (default: out/<name>)");
+  opt->add_option("--device", opt_args.device, "auto, cpu (cost model) or cuda (GPU harness)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  opt->add_flag("--force", opt_args.force, "write into an existing directory kforge did not make");
+  add_common(opt, opt_args.common);
+
+  bool ops_json = false;
+  auto* ops = app.add_subcommand("ops", "list the op registry");
+  ops->add_flag("--json", ops_json, "as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUserError;
+  }
+  if (*imp) return run_import(import_args);
+  if (*plan) return run_plan(plan_args);
+  if (*build) return run_build(build_args);
+  if (*opt) return run_optimize(opt_args);
+  if (*ops) return run_ops(ops_json);
+  return kExitUserError;
+}

@@ -1,0 +1,164 @@
+// Stage helpers shared by the commands: loading, output directories, building, reports.
+#include "cli/pipeline.h"
+
+#include <sstream>
+
+#include "base/files.h"
+#include "base/table.h"
+#include "sandbox/python.h"
+#include "sandbox/result.h"
+
+namespace kforge::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kOutMarker = ".kforge-out";
+
+}  // namespace
+
+StatusOr<Protocol> protocol_from_name(const std::string& name) {
+  if (name == "cuda-agent") return Protocol{name, "eval", 1e-2, 1e-2};
+  if (name == "kernelbench") return Protocol{name, "train", 1e-4, 1e-4};
+  return invalid_argument("unknown protocol '" + name + "': use cuda-agent or kernelbench");
+}
+
+std::string library_file_name(const std::string& graph_name) {
+  std::string safe;
+  for (char c : graph_name) safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return "libkforge_" + safe + ".so";
+}
+
+StatusOr<ir::Graph> load_graph_or_problem(const std::string& path, const std::string& mode) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return not_found("no such file: " + path);
+  if (fs::path(path).extension() == ".json") return ir::load_graph(path);
+  if (fs::path(path).extension() != ".py") {
+    return invalid_argument(path + " is neither a problem (.py) nor a graph (.json)");
+  }
+  KF_ASSIGN_OR_RETURN(Json j, sandbox::run_importer(path, {.mode = mode}));
+  return ir::graph_from_json(j, path);
+}
+
+Status prepare_out_dir(const fs::path& dir, bool force) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) return invalid_argument(dir.string() + " exists and is not a directory; pick another --out");
+    bool empty = fs::directory_iterator(dir, ec) == fs::directory_iterator();
+    if (!empty && !fs::exists(dir / kOutMarker, ec) && !force) {
+      return invalid_argument(dir.string() + " already holds files that kforge did not write; pick another --out, or pass --force to write into it");
+    }
+  }
+  fs::create_directories(dir, ec);
+  if (ec) return external_error("cannot create " + dir.string() + ": " + ec.message());
+  return write_file(dir / kOutMarker, "This directory is written by kforge; its files are regenerated on each run.\n");
+}
+
+StatusOr<BuiltProgram> build_into(const ir::Graph& g, const schedule::Schedule& s, const std::string& reference_source,
+                                  const fs::path& out_dir, int jobs) {
+  BuiltProgram b;
+  codegen::ProgramOptions po;
+  po.library_file = library_file_name(g.name);
+  po.reference_source = reference_source;
+  KF_ASSIGN_OR_RETURN(b.program, codegen::emit_program(g, s, po));
+  KF_RETURN_IF_ERROR(write_file(out_dir / "model_new.py", b.program.model_new_py));
+  KF_RETURN_IF_ERROR(write_file(out_dir / "program.json", b.program.manifest.dump(2) + "\n"));
+  KF_ASSIGN_OR_RETURN(sandbox::Toolchain tc, sandbox::find_toolchain());
+  KF_ASSIGN_OR_RETURN(b.build, sandbox::build_program(b.program, tc, {.out_dir = out_dir, .library_name = po.library_file, .jobs = jobs}));
+  b.cost = costmodel::program_cost(g, s);
+  return b;
+}
+
+OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const BuiltProgram& b, const Protocol& p,
+                        const std::string& device, const Json& stages) {
+  OrderedJson r;
+  r["format"] = "kforge.report/1";
+  r["problem"] = g.source;
+  r["name"] = g.name;
+  r["protocol"] = p.name;
+  r["mode"] = g.mode;
+  r["device"] = device;
+  r["torch_version"] = g.torch_version;
+  sandbox::EvalResult res;
+  res.protocol = p.name;
+  res.device = device == "cpu" ? "cpu (roofline of NVIDIA H200)" : device;
+  res.predicted = true;
+  res.outcome = b.build.ok ? sandbox::Outcome::kOk : sandbox::Outcome::kCompileError;
+  if (b.build.ok) res.t_candidate = b.cost.seconds;
+  res.message = b.build.message;
+  r["result"] = sandbox::result_to_json(res);
+  r["predicted_floor_seconds"] = b.cost.floor_seconds;
+  r["build"] = {{"ok", b.build.ok}, {"outcome", b.build.outcome}, {"seconds", b.build.seconds},
+                {"files", b.build.compiles.size()}, {"cache_hits", b.build.cache_hits},
+                {"library", b.build.library.filename().string()}};
+  r["kernels"] = OrderedJson::array();
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const auto& k = s.kernels[i];
+    OrderedJson jk;
+    jk["name"] = k.name;
+    jk["impl"] = schedule::impl_name(k.impl);
+    jk["strategy"] = k.strategy;
+    OrderedJson ops = OrderedJson::array();
+    for (int n : k.nodes) ops.push_back(ir::op_info(g.nodes()[static_cast<size_t>(n)].op).name);
+    jk["ops"] = ops;
+    jk["predicted_seconds"] = b.cost.kernels[i].seconds;
+    jk["flops"] = b.cost.kernels[i].flops;
+    jk["bytes"] = b.cost.kernels[i].bytes;
+    jk["bound"] = b.cost.kernels[i].bound;
+    for (const auto& c : b.build.compiles) {
+      if (c.file != k.name + ".cu") continue;
+      OrderedJson res_list = OrderedJson::array();
+      for (const auto& ru : c.resources) {
+        res_list.push_back({{"function", ru.kernel}, {"registers", ru.registers}, {"spill_stores", ru.spill_stores},
+                            {"spill_loads", ru.spill_loads}, {"shared_bytes", ru.shared_bytes}});
+      }
+      jk["resources"] = res_list;
+    }
+    r["kernels"].push_back(jk);
+  }
+  r["stages_seconds"] = stages;
+  return r;
+}
+
+std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const BuiltProgram& b, const Protocol& p,
+                         const std::string& device, const std::string& command) {
+  std::ostringstream os;
+  os << "kforge " << command << " " << g.name << "  (protocol " << p.name << ", " << g.mode << " mode, device " << device << ")\n";
+  if (device == "cpu") {
+    os << "No GPU evaluation: times below are PREDICTED by the roofline cost model (H200 ceilings), "
+          "and correctness is NOT verified.\n";
+  }
+  os << "\n";
+  Table t({"kernel", "ops", "impl", "strategy", "predicted", "bound", "regs", "spills"});
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const auto& k = s.kernels[i];
+    std::string ops;
+    for (int n : k.nodes) ops += (ops.empty() ? "" : "+") + ir::op_info(g.nodes()[static_cast<size_t>(n)].op).name;
+    std::string regs = "-";
+    std::string spills = "-";
+    for (const auto& c : b.build.compiles) {
+      if (c.file != k.name + ".cu" || c.resources.empty()) continue;
+      int r = 0;
+      int sp = 0;
+      for (const auto& ru : c.resources) {
+        r = std::max(r, ru.registers);
+        sp += ru.spill_stores + ru.spill_loads;
+      }
+      regs = std::to_string(r);
+      spills = std::to_string(sp);
+    }
+    t.add_row({k.name, ops, schedule::impl_name(k.impl), k.strategy, format_seconds(b.cost.kernels[i].seconds),
+               b.cost.kernels[i].bound, regs, spills});
+  }
+  t.add_rule();
+  t.add_row({"total", "", "", "", format_seconds(b.cost.seconds), "floor " + format_seconds(b.cost.floor_seconds), "", ""});
+  os << t.render() << "\n";
+  int cached = b.build.cache_hits;
+  os << "build: " << b.build.outcome << " (" << b.build.compiles.size() << " files, " << cached << " from cache) in "
+     << format_seconds(b.build.seconds) << "\n";
+  if (!b.build.ok) os << b.build.message << "\n";
+  return os.str();
+}
+
+}  // namespace kforge::cli

@@ -1,0 +1,17 @@
+// Index arithmetic for generated elementwise code: the offset of a broadcast input at an output index.
+#pragma once
+
+#include <string>
+
+#include "ir/graph.h"
+
+namespace kforge::codegen {
+
+// C expression of the element offset into a contiguous tensor of shape `in` that broadcasts to
+// `out`, at linear output index `i` (an int64_t variable). Same shape: just `i`.
+std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const std::string& i);
+
+// Row-major strides of a contiguous shape.
+std::vector<int64_t> contiguous_strides(const ir::Shape& s);
+
+}  // namespace kforge::codegen

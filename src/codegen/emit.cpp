@@ -1,0 +1,63 @@
+// EmitContext helpers, literal formatting and the family dispatch of the code generator.
+#include "codegen/emit.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace kforge::codegen {
+
+std::string ctype(ir::DType t) { return std::string(ir::dtype_c_type(t)); }
+
+std::string EmitContext::ptr(ir::ValueIndex v, bool writable) const {
+  std::string t = ctype(graph.type(v).dtype);
+  return std::string("((") + (writable ? "" : "const ") + t + "*)bufs[" + std::to_string(v) + "])";
+}
+
+std::string EmitContext::in_ptr(size_t i) const { return ptr(node().inputs.at(i), false); }
+std::string EmitContext::out_ptr() const { return ptr(node().output, true); }
+
+std::string EmitContext::signature() const {
+  return "extern \"C\" int " + kernel.name + "(KfContext* ctx, void* const* bufs)";
+}
+
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "(NAN)";
+  if (std::isinf(v)) return v > 0 ? "(INFINITY)" : "(-INFINITY)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return "(" + s + "f)";
+}
+
+std::string double_literal(double v) {
+  if (std::isnan(v)) return "((double)NAN)";
+  if (std::isinf(v)) return v > 0 ? "((double)INFINITY)" : "(-(double)INFINITY)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return "(" + s + ")";
+}
+
+KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
+  KernelSource src;
+  src.name = ctx.kernel.name;
+  src.file_name = ctx.kernel.name + ".cu";
+  src.code = "// kforge kernel " + ctx.kernel.name + ": " + ir::describe(ctx.graph, ctx.node()) + "\n" +
+             "#include \"kforge_runtime.cuh\"\n" + headers + "\n";
+  src.launches = 1;
+  return src;
+}
+
+StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
+  switch (ir::op_info(ctx.node().op).family) {
+#define KF_FAMILY(name) \
+  case ir::OpFamily::k##name: return emit_##name(ctx);
+#include "ir/op_families.def"
+#undef KF_FAMILY
+  }
+  return internal_error("no emitter for the family of " + ir::describe(ctx.graph, ctx.node()));
+}
+
+}  // namespace kforge::codegen

@@ -1,0 +1,67 @@
+// The code generator's contract: each op family has an emitter that turns one scheduled kernel into
+// a CUDA source file defining `extern "C" int <kernel name>(KfContext* ctx, void* const* bufs)`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "codegen/buffers.h"
+#include "ir/graph.h"
+#include "schedule/schedule.h"
+
+namespace kforge::codegen {
+
+struct KernelSource {
+  std::string name;                    // the kernel's function name (the schedule kernel's name)
+  std::string file_name;               // "k3_conv.cu"
+  std::string code;                    // the whole .cu text; includes "kforge_runtime.cuh" only
+  std::vector<std::string> libraries;  // link needs: "cublas", "cudnn"
+  size_t workspace_bytes = 0;          // library scratch it may use at run time (ctx->workspace)
+  int64_t launches = 0;                // kernel launches or library calls per forward (cost model)
+};
+
+class EmitContext {
+ public:
+  EmitContext(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k, const BufferPlan& b)
+      : graph(g), sched(s), kernel(k), buffers(b) {}
+
+  const ir::Graph& graph;
+  const schedule::Schedule& sched;
+  const schedule::Kernel& kernel;
+  const BufferPlan& buffers;
+
+  const ir::Node& node() const { return graph.nodes()[static_cast<size_t>(kernel.root())]; }
+  const ir::TensorType& in_type(size_t i) const { return graph.type(node().inputs.at(i)); }
+  const ir::TensorType& out_type() const { return graph.type(node().output); }
+  bool has_input(size_t i) const { return i < node().inputs.size() && node().inputs[i] != ir::kNoValue; }
+
+  // C expression for a value's device pointer, typed: "((const float*)bufs[3])" (inputs) or
+  // "((float*)bufs[7])" (the output).
+  std::string in_ptr(size_t i) const;
+  std::string out_ptr() const;
+  std::string ptr(ir::ValueIndex v, bool writable) const;
+
+  // `extern "C" int <name>(KfContext* ctx, void* const* bufs)`, the signature every kernel defines.
+  std::string signature() const;
+};
+
+// A float as a CUDA literal that round-trips exactly ("0.0500000007f", "INFINITY", "(-INFINITY)").
+std::string float_literal(double v);
+std::string double_literal(double v);
+// A C identifier for a tensor element type (the dtype's C type).
+std::string ctype(ir::DType t);
+
+// The emitter of each op family (src/ir/op_families.def); one definition per family, in the
+// emit_<family>.cpp files. A missing one fails to link.
+#define KF_FAMILY(name) StatusOr<KernelSource> emit_##name(const EmitContext& ctx);
+#include "ir/op_families.def"
+#undef KF_FAMILY
+
+StatusOr<KernelSource> emit_kernel(const EmitContext& ctx);
+
+// A fresh KernelSource with name, file name and the standard prologue (includes) filled in.
+KernelSource begin_source(const EmitContext& ctx, const std::string& headers = "");
+
+}  // namespace kforge::codegen

@@ -1,0 +1,124 @@
+// Assembles a program: emits each kernel, the entry point that runs them in order, and the manifest.
+#include "codegen/program.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "codegen/model_new.h"
+
+namespace kforge::codegen {
+
+namespace {
+
+std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const BufferPlan& plan,
+                         const std::vector<KernelSource>& kernels) {
+  std::ostringstream os;
+  os << "// kforge entry point for " << g.name << ": " << kernels.size() << " kernels, ABI " << kAbiVersion << ".\n"
+     << "#include \"kforge_runtime.cuh\"\n\n";
+  for (const auto& k : kernels) os << "extern \"C\" int " << k.name << "(KfContext* ctx, void* const* bufs);\n";
+  os << "\nstatic const size_t kScratchBytes = " << plan.total_bytes() << "ULL;\n"
+     << "static const size_t kWorkspaceOffset = " << plan.workspace_offset << "ULL;\n\n"
+     << "extern \"C\" int kforge_abi_version(void) { return " << kAbiVersion << "; }\n"
+     << "extern \"C\" size_t kforge_scratch_bytes(void) { return kScratchBytes; }\n\n"
+     << "extern \"C\" int kforge_forward(void* const* inputs, void* const* params, void* const* outputs,\n"
+     << "                                void* scratch, size_t scratch_bytes, void* stream) {\n"
+     << (plan.total_bytes() > 0 ? "  if (scratch_bytes < kScratchBytes) return kf_fail(2, \"scratch buffer of %zu bytes is smaller than the %zu the program needs\", scratch_bytes, kScratchBytes);\n" : "  (void)scratch_bytes;\n")
+     << "  char* base = static_cast<char*>(scratch);\n"
+     << "  void* bufs[" << std::max<size_t>(g.values().size(), 1) << "];\n";
+  for (size_t v = 0; v < g.values().size(); ++v) {
+    const BufferSlot& slot = plan.slots[v];
+    os << "  bufs[" << v << "] = ";
+    switch (slot.storage) {
+      case Storage::kInput: os << "inputs[" << slot.index << "]"; break;
+      case Storage::kParam: os << "params[" << slot.index << "]"; break;
+      case Storage::kOutput: os << "outputs[" << slot.index << "]"; break;
+      case Storage::kScratch: os << "base + " << slot.offset << "ULL"; break;
+      case Storage::kAlias: os << "bufs[" << slot.index << "]"; break;
+    }
+    os << ";  // " << g.value(static_cast<ir::ValueIndex>(v)).id << " " << ir::dtype_name(g.values()[v].type.dtype)
+       << ir::shape_str(g.values()[v].type.shape) << "\n";
+  }
+  os << "  int device = 0;\n"
+     << "  KF_CUDA(cudaGetDevice(&device));\n"
+     << "  KfContext ctx{static_cast<cudaStream_t>(stream), base + kWorkspaceOffset, kScratchBytes - kWorkspaceOffset, device};\n"
+     << "  int rc = 0;\n";
+  for (const auto& k : kernels) os << "  if ((rc = " << k.name << "(&ctx, bufs)) != 0) return rc;\n";
+  os << "  return 0;\n}\n";
+  (void)s;
+  return os.str();
+}
+
+OrderedJson tensor_json(const ir::Graph& g, ir::ValueIndex v) {
+  OrderedJson j;
+  j["id"] = g.value(v).id;
+  j["shape"] = g.type(v).shape;
+  j["dtype"] = std::string(ir::dtype_name(g.type(v).dtype));
+  return j;
+}
+
+}  // namespace
+
+std::vector<std::string> runtime_sources(const std::vector<std::string>& libraries) {
+  std::vector<std::string> out = {"kforge_runtime.cu"};
+  for (const auto& lib : libraries) out.push_back("kforge_" + lib + ".cu");
+  return out;
+}
+
+StatusOr<Program> emit_program(const ir::Graph& g, const schedule::Schedule& s, const ProgramOptions& options) {
+  KF_RETURN_IF_ERROR(schedule::check_schedule(g, s));
+  for (auto out : g.outputs()) {
+    if (g.value(out).kind != ir::ValueKind::kNode) {
+      return unsupported("forward returns its input or a parameter '" + g.value(out).id + "' unchanged; kforge needs every output to be computed");
+    }
+  }
+  std::set<ir::ValueIndex> seen;
+  for (auto out : g.outputs()) {
+    if (!seen.insert(out).second) return unsupported("forward returns the value '" + g.value(out).id + "' twice");
+  }
+  Program p;
+  p.name = g.name;
+  p.buffers = plan_buffers(g, s);
+  std::set<std::string> libs;
+  for (const auto& k : s.kernels) {
+    EmitContext ctx(g, s, k, p.buffers);
+    bool is_alias = k.impl == schedule::Impl::kAlias &&
+                    p.buffers.slots[static_cast<size_t>(ctx.node().output)].storage == Storage::kAlias;
+    if (is_alias) continue;
+    auto src = emit_kernel(ctx);
+    if (!src.is_ok()) return src.status().with_context("kernel " + k.name + " (" + ir::describe(g, ctx.node()) + ")");
+    p.buffers.workspace_bytes = std::max(p.buffers.workspace_bytes, src->workspace_bytes);
+    for (const auto& lib : src->libraries) libs.insert(lib);
+    p.kernels.push_back(std::move(src).value());
+  }
+  p.libraries.assign(libs.begin(), libs.end());
+  p.entry.name = "entry";
+  p.entry.file_name = "entry.cu";
+  p.entry.code = entry_source(g, s, p.buffers, p.kernels);
+
+  OrderedJson m;
+  m["format"] = "kforge.program/1";
+  m["name"] = g.name;
+  m["abi_version"] = kAbiVersion;
+  m["mode"] = g.mode;
+  m["inputs"] = OrderedJson::array();
+  for (const auto& in : g.inputs()) m["inputs"].push_back(tensor_json(g, in.value));
+  m["params"] = OrderedJson::array();
+  for (const auto& pr : g.params()) {
+    OrderedJson j = tensor_json(g, pr.value);
+    j["path"] = pr.path;
+    j["kind"] = pr.is_buffer ? "buffer" : "parameter";
+    m["params"].push_back(j);
+  }
+  m["outputs"] = OrderedJson::array();
+  for (auto out : g.outputs()) m["outputs"].push_back(tensor_json(g, out));
+  m["scratch_bytes"] = p.buffers.total_bytes();
+  m["libraries"] = p.libraries;
+  m["kernels"] = OrderedJson::array();
+  for (const auto& k : p.kernels) m["kernels"].push_back(k.name);
+  p.manifest = m;
+  p.model_new_py = model_new_source(g, p, options);
+  return p;
+}
+
+}  // namespace kforge::codegen

@@ -1,0 +1,126 @@
+// Roofline costs: FLOPs per op family, compulsory bytes per kernel, ceilings of the H200.
+#include "costmodel/roofline.h"
+
+#include <algorithm>
+#include <set>
+
+#include "ir/shape_rules.h"
+
+namespace kforge::costmodel {
+
+namespace {
+
+double prod(const ir::Shape& s, size_t from = 0) {
+  double p = 1;
+  for (size_t i = from; i < s.size(); ++i) p *= static_cast<double>(s[i]);
+  return p;
+}
+
+bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s) {
+  auto f = ir::op_info(n.op).family;
+  bool contraction = f == ir::OpFamily::kMatmul || f == ir::OpFamily::kLinear || f == ir::OpFamily::kAttention;
+  bool conv = f == ir::OpFamily::kConv || f == ir::OpFamily::kConvTranspose;
+  // cuDNN runs fp32 convolutions in TF32 by default (as PyTorch's reference does).
+  return conv || (contraction && s.precision != "fp32");
+}
+
+}  // namespace
+
+double node_flops(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& out = g.type(n.output);
+  const ir::TensorType& in0 = g.type(n.inputs.empty() || n.inputs[0] == ir::kNoValue ? n.output : n.inputs[0]);
+  switch (ir::op_info(n.op).family) {
+    case ir::OpFamily::kMatmul: {
+      const auto& a = g.type(n.inputs[0]).shape;
+      double k = static_cast<double>(a.back());
+      return 2.0 * prod(out.shape) * k;
+    }
+    case ir::OpFamily::kLinear: return 2.0 * prod(out.shape) * static_cast<double>(g.type(n.inputs[1]).shape[1]);
+    case ir::OpFamily::kConv: {
+      const auto& w = g.type(n.inputs[1]).shape;  // (Cout, Cin/groups, k...)
+      return 2.0 * prod(out.shape) * prod(w, 1);
+    }
+    case ir::OpFamily::kConvTranspose: {
+      const auto& w = g.type(n.inputs[1]).shape;  // (Cin, Cout/groups, k...)
+      return 2.0 * prod(in0.shape) * prod(w, 1);
+    }
+    case ir::OpFamily::kAttention: {
+      const auto& q = g.type(n.inputs[0]).shape;
+      const auto& k = g.type(n.inputs[1]).shape;
+      double s_len = static_cast<double>(k[k.size() - 2]);
+      return 2.0 * prod(q) * s_len + 2.0 * prod(out.shape) * s_len;
+    }
+    case ir::OpFamily::kEinsum: {
+      double total = 1;
+      std::set<char> seen;
+      auto spec = ir::parse_einsum(n.attrs.s("equation"), n.inputs.size());
+      if (!spec.is_ok()) return prod(out.shape);
+      for (size_t i = 0; i < spec->operands.size(); ++i) {
+        const auto& sh = g.type(n.inputs[i]).shape;
+        for (size_t d = 0; d < sh.size(); ++d) {
+          if (seen.insert(spec->operands[i][d]).second) total *= static_cast<double>(sh[d]);
+        }
+      }
+      return 2.0 * total;
+    }
+    case ir::OpFamily::kPool: {
+      double window = prod(n.attrs.ints("kernel_size"));
+      return prod(out.shape) * window;
+    }
+    case ir::OpFamily::kReshape:
+      return 0;
+    default:
+      // Elementwise, reductions, norms, scans, losses: a handful of operations per input element.
+      return 4.0 * std::max(prod(in0.shape), prod(out.shape));
+  }
+}
+
+KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k, const DeviceCeilings& d) {
+  KernelCost c;
+  c.kernel = k.name;
+  if (k.impl == schedule::Impl::kAlias) {
+    c.bound = "launch";
+    return c;
+  }
+  std::set<ir::ValueIndex> produced;
+  std::set<ir::ValueIndex> read;
+  bool tensor_cores = false;
+  for (int n : k.nodes) {
+    const ir::Node& node = g.nodes()[static_cast<size_t>(n)];
+    c.flops += node_flops(g, node);
+    tensor_cores = tensor_cores || uses_tensor_cores(node, s);
+    produced.insert(node.output);
+    for (auto in : node.inputs) {
+      if (in != ir::kNoValue && !produced.count(in)) read.insert(in);
+    }
+  }
+  for (auto v : read) c.bytes += static_cast<double>(g.type(v).bytes());
+  c.bytes += static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
+  double compute = c.flops / (tensor_cores ? d.tf32_flops : d.fp32_flops);
+  double memory = c.bytes / d.bytes_per_second;
+  c.seconds = std::max(compute, memory) + d.launch_seconds;
+  c.bound = std::max(compute, memory) < d.launch_seconds ? "launch" : (compute > memory ? "compute" : "memory");
+  return c;
+}
+
+ProgramCost program_cost(const ir::Graph& g, const schedule::Schedule& s, const DeviceCeilings& d) {
+  ProgramCost p;
+  for (const auto& k : s.kernels) {
+    p.kernels.push_back(kernel_cost(g, s, k, d));
+    p.seconds += p.kernels.back().seconds;
+  }
+  double bytes = 0;
+  double flops = 0;
+  for (const auto& in : g.inputs()) bytes += static_cast<double>(g.type(in.value).bytes());
+  for (const auto& pr : g.params()) bytes += static_cast<double>(g.type(pr.value).bytes());
+  for (auto o : g.outputs()) bytes += static_cast<double>(g.type(o).bytes());
+  bool tc = false;
+  for (const auto& n : g.nodes()) {
+    flops += node_flops(g, n);
+    tc = tc || uses_tensor_cores(n, s);
+  }
+  p.floor_seconds = std::max(flops / (tc ? d.tf32_flops : d.fp32_flops), bytes / d.bytes_per_second) + d.launch_seconds;
+  return p;
+}
+
+}  // namespace kforge::costmodel

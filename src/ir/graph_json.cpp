@@ -1,0 +1,265 @@
+// Graph JSON (docs/graph-format.md) to Graph and back, with messages that say where the JSON is wrong.
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "base/files.h"
+#include "ir/graph.h"
+
+namespace kforge::ir {
+
+namespace {
+
+Status field_error(const std::string& where, const std::string& what) {
+  return invalid_argument(where + ": " + what);
+}
+
+StatusOr<TensorType> parse_type(const Json& j, const std::string& where) {
+  if (!j.contains("shape") || !j["shape"].is_array()) return field_error(where, "needs \"shape\", a list of ints");
+  if (!j.contains("dtype") || !j["dtype"].is_string()) return field_error(where, "needs \"dtype\", a string");
+  TensorType t;
+  for (const auto& d : j["shape"]) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) return field_error(where, "shape entries must be non-negative ints");
+    t.shape.push_back(d.get<int64_t>());
+  }
+  auto dt = dtype_from_name(j["dtype"].get<std::string>());
+  if (!dt) return field_error(where, "unknown dtype '" + j["dtype"].get<std::string>() + "'");
+  t.dtype = *dt;
+  return t;
+}
+
+StatusOr<std::string> parse_id(const Json& j, const std::string& where) {
+  if (!j.is_object()) return field_error(where, "must be a JSON object");
+  if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty()) {
+    return field_error(where, "needs a non-empty string \"id\"");
+  }
+  return j["id"].get<std::string>();
+}
+
+StatusOr<AttrValue> parse_attr(const Json& v, const AttrSpec& spec, const std::string& where) {
+  const std::string here = where + ": attr '" + spec.name + "'";
+  if (v.is_null()) {
+    if (!spec.nullable) return invalid_argument(here + " may not be null");
+    return AttrValue{std::monostate{}};
+  }
+  switch (spec.type) {
+    case AttrType::kInt:
+      if (v.is_boolean()) return AttrValue{static_cast<int64_t>(v.get<bool>())};
+      if (!v.is_number_integer()) return invalid_argument(here + " must be an int");
+      return AttrValue{v.get<int64_t>()};
+    case AttrType::kFloat:
+      if (!v.is_number()) return invalid_argument(here + " must be a number");
+      return AttrValue{v.get<double>()};
+    case AttrType::kScalar:
+      if (v.is_boolean()) return AttrValue{static_cast<int64_t>(v.get<bool>())};
+      if (v.is_number_integer()) return AttrValue{v.get<int64_t>()};
+      if (v.is_number()) return AttrValue{v.get<double>()};
+      if (v.is_string()) {  // inf, -inf, nan as torch prints them
+        const auto s = v.get<std::string>();
+        if (s == "inf") return AttrValue{std::numeric_limits<double>::infinity()};
+        if (s == "-inf") return AttrValue{-std::numeric_limits<double>::infinity()};
+        if (s == "nan") return AttrValue{std::numeric_limits<double>::quiet_NaN()};
+      }
+      return invalid_argument(here + " must be a number");
+    case AttrType::kBool:
+      if (!v.is_boolean()) return invalid_argument(here + " must be true or false");
+      return AttrValue{v.get<bool>()};
+    case AttrType::kStr:
+      if (!v.is_string()) return invalid_argument(here + " must be a string");
+      return AttrValue{v.get<std::string>()};
+    case AttrType::kDType:
+      if (!v.is_string() || !dtype_from_name(v.get<std::string>())) return invalid_argument(here + " must be a dtype name such as \"float32\"");
+      return AttrValue{v.get<std::string>()};
+    case AttrType::kInts: {
+      if (!v.is_array()) return invalid_argument(here + " must be a list of ints");
+      std::vector<int64_t> out;
+      for (const auto& e : v) {
+        if (!e.is_number_integer()) return invalid_argument(here + " must be a list of ints");
+        out.push_back(e.get<int64_t>());
+      }
+      return AttrValue{out};
+    }
+  }
+  return internal_error("unreachable attr type");
+}
+
+Json attr_to_json(const AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> Json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          return nullptr;
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+          if (std::isnan(x)) return "nan";
+          return x;
+        } else {
+          return x;
+        }
+      },
+      v);
+}
+
+Status parse_node(Graph& g, const Json& jn, size_t index) {
+  const std::string where = "node #" + std::to_string(index);
+  KF_ASSIGN_OR_RETURN(std::string id, parse_id(jn, where));
+  const std::string here = where + " (" + id + ")";
+  if (g.find(id) != kNoValue) return field_error(here, "reuses the id '" + id + "'");
+  if (!jn.contains("op") || !jn["op"].is_string()) return field_error(here, "needs \"op\", a string");
+  const std::string op_name = jn["op"].get<std::string>();
+  auto op = op_from_name(op_name);
+  if (!op) return unsupported(here + ": unknown op '" + op_name + "' (not in src/ir/ops.def)");
+  const OpInfo& info = op_info(*op);
+  Node node;
+  node.op = *op;
+  if (jn.contains("loc") && jn["loc"].is_string()) node.loc = jn["loc"].get<std::string>();
+  const std::string op_where = here + ", op '" + op_name + "'" + (node.loc.empty() ? "" : " at " + node.loc);
+
+  Json ins = jn.value("inputs", Json::array());
+  if (!ins.is_array()) return field_error(op_where, "\"inputs\" must be a list of value ids");
+  if (ins.size() < info.min_inputs() || (!info.variadic() && ins.size() > info.inputs.size())) {
+    return field_error(op_where, "takes " + std::to_string(info.inputs.size()) + " inputs, got " + std::to_string(ins.size()));
+  }
+  for (size_t i = 0; i < ins.size(); ++i) {
+    size_t spec_i = std::min(i, info.inputs.size() - 1);
+    if (ins[i].is_null()) {
+      if (!info.inputs[spec_i].optional) return field_error(op_where, "input '" + info.inputs[spec_i].name + "' is required");
+      node.inputs.push_back(kNoValue);
+      continue;
+    }
+    if (!ins[i].is_string()) return field_error(op_where, "inputs must be value ids (strings) or null");
+    ValueIndex v = g.find(ins[i].get<std::string>());
+    if (v == kNoValue) return field_error(op_where, "uses '" + ins[i].get<std::string>() + "', which is not defined before it");
+    node.inputs.push_back(v);
+  }
+  while (!info.variadic() && node.inputs.size() < info.inputs.size()) node.inputs.push_back(kNoValue);
+
+  Json attrs = jn.value("attrs", Json::object());
+  if (!attrs.is_object()) return field_error(op_where, "\"attrs\" must be an object");
+  for (const auto& [name, _] : attrs.items()) {
+    if (!info.attr(name)) return field_error(op_where, "has no attr '" + name + "'");
+  }
+  for (const auto& spec : info.attrs) {
+    if (attrs.contains(spec.name)) {
+      KF_ASSIGN_OR_RETURN(AttrValue v, parse_attr(attrs[spec.name], spec, op_where));
+      node.attrs.set(spec.name, std::move(v));
+    } else if (spec.has_default) {
+      node.attrs.set(spec.name, spec.default_value);
+    } else {
+      return field_error(op_where, "needs attr '" + spec.name + "'");
+    }
+  }
+  KF_ASSIGN_OR_RETURN(TensorType recorded, parse_type(jn, op_where));
+  g.add_node(id, std::move(node), std::move(recorded));
+  return Status::ok();
+}
+
+}  // namespace
+
+StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
+  if (!j.is_object()) return invalid_argument(what + ": a graph must be a JSON object");
+  if (j.value("format", "") != "kforge.graph/1") {
+    return invalid_argument(what + ": not a kforge graph (expected \"format\": \"kforge.graph/1\"; make one with `kforge import PROBLEM.py`)");
+  }
+  Graph g;
+  g.name = j.value("name", "model");
+  g.source = j.value("source", "");
+  g.torch_version = j.value("torch_version", "");
+  g.mode = j.value("mode", "eval");
+  if (g.mode != "eval" && g.mode != "train") return invalid_argument(what + ": \"mode\" must be \"eval\" or \"train\"");
+  g.init_args = j.value("init_args", Json::array());
+
+  for (const char* section : {"inputs", "params", "nodes", "outputs"}) {
+    if (j.contains(section) && !j[section].is_array()) return invalid_argument(what + ": \"" + std::string(section) + "\" must be a list");
+  }
+  size_t i = 0;
+  for (const auto& ji : j.value("inputs", Json::array())) {
+    const std::string where = what + ": input #" + std::to_string(i++);
+    KF_ASSIGN_OR_RETURN(std::string id, parse_id(ji, where));
+    if (g.find(id) != kNoValue) return invalid_argument(where + " reuses the id '" + id + "'");
+    KF_ASSIGN_OR_RETURN(TensorType t, parse_type(ji, where));
+    g.add_input(id, ji.value("name", id), std::move(t), ji.value("dist", Json{{"kind", "unknown"}}));
+  }
+  i = 0;
+  for (const auto& jp : j.value("params", Json::array())) {
+    const std::string where = what + ": param #" + std::to_string(i++);
+    KF_ASSIGN_OR_RETURN(std::string id, parse_id(jp, where));
+    if (g.find(id) != kNoValue) return invalid_argument(where + " reuses the id '" + id + "'");
+    KF_ASSIGN_OR_RETURN(TensorType t, parse_type(jp, where));
+    std::string kind = jp.value("kind", "parameter");
+    if (kind != "parameter" && kind != "buffer") return invalid_argument(where + ": kind must be \"parameter\" or \"buffer\"");
+    g.add_param(id, jp.value("path", id), kind == "buffer", std::move(t));
+  }
+  i = 0;
+  for (const auto& jn : j.value("nodes", Json::array())) {
+    KF_RETURN_IF_ERROR(parse_node(g, jn, i++).with_context(what));
+  }
+  std::vector<ValueIndex> outs;
+  for (const auto& jo : j.value("outputs", Json::array())) {
+    if (!jo.is_string()) return invalid_argument(what + ": outputs must be value ids");
+    ValueIndex v = g.find(jo.get<std::string>());
+    if (v == kNoValue) return invalid_argument(what + ": output '" + jo.get<std::string>() + "' is not a defined value");
+    outs.push_back(v);
+  }
+  g.set_outputs(std::move(outs));
+  KF_RETURN_IF_ERROR(validate(g).with_context(what));
+  return g;
+}
+
+StatusOr<Graph> load_graph(const std::string& path) {
+  KF_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  KF_ASSIGN_OR_RETURN(Json j, parse_json(text, path));
+  return graph_from_json(j, path);
+}
+
+OrderedJson graph_to_json(const Graph& g) {
+  OrderedJson j;
+  j["format"] = "kforge.graph/1";
+  j["name"] = g.name;
+  j["source"] = g.source;
+  j["torch_version"] = g.torch_version;
+  j["mode"] = g.mode;
+  j["init_args"] = g.init_args;
+  auto type_fields = [](OrderedJson& o, const TensorType& t) {
+    o["shape"] = t.shape;
+    o["dtype"] = std::string(dtype_name(t.dtype));
+  };
+  j["inputs"] = OrderedJson::array();
+  for (const auto& in : g.inputs()) {
+    OrderedJson o;
+    o["id"] = g.value(in.value).id;
+    o["name"] = in.name;
+    type_fields(o, g.type(in.value));
+    o["dist"] = in.dist;
+    j["inputs"].push_back(o);
+  }
+  j["params"] = OrderedJson::array();
+  for (const auto& p : g.params()) {
+    OrderedJson o;
+    o["id"] = g.value(p.value).id;
+    o["path"] = p.path;
+    o["kind"] = p.is_buffer ? "buffer" : "parameter";
+    type_fields(o, g.type(p.value));
+    j["params"].push_back(o);
+  }
+  j["nodes"] = OrderedJson::array();
+  for (const auto& n : g.nodes()) {
+    OrderedJson o;
+    o["id"] = g.value(n.output).id;
+    o["op"] = op_info(n.op).name;
+    OrderedJson ins = OrderedJson::array();
+    for (auto in : n.inputs) ins.push_back(in == kNoValue ? OrderedJson(nullptr) : OrderedJson(g.value(in).id));
+    o["inputs"] = ins;
+    OrderedJson attrs = OrderedJson::object();
+    for (const auto& [k, v] : n.attrs.all()) attrs[k] = attr_to_json(v);
+    o["attrs"] = attrs;
+    type_fields(o, g.type(n.output));
+    if (!n.loc.empty()) o["loc"] = n.loc;
+    j["nodes"].push_back(o);
+  }
+  j["outputs"] = OrderedJson::array();
+  for (auto o : g.outputs()) j["outputs"].push_back(g.value(o).id);
+  return j;
+}
+
+}  // namespace kforge::ir

@@ -1,0 +1,115 @@
+// Shape arithmetic: broadcasting, windows, reductions, einsum and matmul shapes.
+#include "ir/shape_rules.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+namespace kforge::ir {
+
+StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      return invalid_argument("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int64_t window_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode) {
+  int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  // torch: the last window must start inside the input or the left padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+int64_t conv_transpose_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                                int64_t output_padding) {
+  return (in - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1;
+}
+
+StatusOr<std::vector<int64_t>> reduction_dims(const std::vector<int64_t>& dims, size_t rank) {
+  std::set<int64_t> out;
+  if (dims.empty()) {
+    for (size_t i = 0; i < rank; ++i) out.insert(static_cast<int64_t>(i));
+  }
+  for (auto d : dims) {
+    int64_t nd = d < 0 ? d + static_cast<int64_t>(rank) : d;
+    if (nd < 0 || nd >= static_cast<int64_t>(std::max<size_t>(rank, 1))) {
+      return invalid_argument("dim " + std::to_string(d) + " is out of range for a tensor of rank " + std::to_string(rank));
+    }
+    out.insert(nd);
+  }
+  if (rank == 0) return std::vector<int64_t>{};
+  return std::vector<int64_t>(out.begin(), out.end());
+}
+
+StatusOr<EinsumSpec> parse_einsum(const std::string& equation, size_t num_operands) {
+  std::string eq;
+  for (char c : equation) {
+    if (c != ' ') eq += c;
+  }
+  if (eq.find("...") != std::string::npos) return unsupported("einsum with '...' (ellipsis) is not supported yet: write the dims out");
+  EinsumSpec spec;
+  std::string lhs = eq;
+  auto arrow = eq.find("->");
+  bool explicit_out = arrow != std::string::npos;
+  if (explicit_out) {
+    lhs = eq.substr(0, arrow);
+    spec.output = eq.substr(arrow + 2);
+  }
+  size_t start = 0;
+  while (true) {
+    auto comma = lhs.find(',', start);
+    spec.operands.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (spec.operands.size() != num_operands) {
+    return invalid_argument("einsum equation '" + equation + "' names " + std::to_string(spec.operands.size()) +
+                            " operands but " + std::to_string(num_operands) + " were given");
+  }
+  for (const auto& s : spec.operands) {
+    for (char c : s) {
+      if (!std::isalpha(static_cast<unsigned char>(c))) return invalid_argument("einsum equation '" + equation + "' has a bad subscript");
+    }
+  }
+  if (!explicit_out) {
+    std::map<char, int> count;
+    for (const auto& s : spec.operands) {
+      for (char c : s) ++count[c];
+    }
+    for (const auto& [c, n] : count) {
+      if (n == 1) spec.output += c;
+    }
+  }
+  return spec;
+}
+
+StatusOr<Shape> matmul_shape(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) return invalid_argument("matmul needs operands of rank >= 1");
+  Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;
+  Shape b2 = b.size() == 1 ? Shape{b[0], 1} : b;
+  int64_t k_a = a2.back();
+  int64_t k_b = b2[b2.size() - 2];
+  if (k_a != k_b) {
+    return invalid_argument("matmul of " + shape_str(a) + " and " + shape_str(b) + ": inner dims " +
+                            std::to_string(k_a) + " and " + std::to_string(k_b) + " differ");
+  }
+  Shape batch_a(a2.begin(), a2.end() - 2);
+  Shape batch_b(b2.begin(), b2.end() - 2);
+  KF_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(batch_a, batch_b));
+  if (a.size() > 1) out.push_back(a2[a2.size() - 2]);
+  if (b.size() > 1) out.push_back(b2.back());
+  return out;
+}
+
+}  // namespace kforge::ir

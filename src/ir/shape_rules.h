@@ -1,0 +1,35 @@
+// Shape arithmetic shared by shape inference and the code generators (broadcasting, windows, einsum).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ir/graph.h"
+
+namespace kforge::ir {
+
+// numpy/torch broadcasting of two shapes.
+StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+// Output length of a sliding window (conv, pooling).
+int64_t window_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode);
+
+// Output length of a transposed convolution.
+int64_t conv_transpose_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                                int64_t output_padding);
+
+// Reduced dims of a reduction: attr dims, empty = all; sorted, unique, in range.
+StatusOr<std::vector<int64_t>> reduction_dims(const std::vector<int64_t>& dims, size_t rank);
+
+// An einsum equation split into operand subscripts and output subscripts (explicit or implicit).
+struct EinsumSpec {
+  std::vector<std::string> operands;
+  std::string output;
+};
+StatusOr<EinsumSpec> parse_einsum(const std::string& equation, size_t num_operands);
+
+// torch.matmul's result shape, including 1-D operands and broadcast batch dims.
+StatusOr<Shape> matmul_shape(const Shape& a, const Shape& b);
+
+}  // namespace kforge::ir

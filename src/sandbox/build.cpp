@@ -1,0 +1,192 @@
+// nvcc driver: writes sources, compiles them on a pool of jobs, links, caches by content hash.
+#include "sandbox/build.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "base/files.h"
+#include "base/subprocess.h"
+
+namespace kforge::sandbox {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Unit {
+  std::string file;
+  std::string code;
+};
+
+std::string libraries_flags(const std::vector<std::string>& libs) {
+  std::string out;
+  for (const auto& l : libs) out += " -l" + l;
+  return out;
+}
+
+}  // namespace
+
+fs::path default_cache_dir() {
+  if (const char* c = std::getenv("KFORGE_CACHE"); c && *c) return c;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "kforge";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "kforge";
+  return fs::temp_directory_path() / "kforge-cache";
+}
+
+std::vector<ResourceUsage> parse_resource_usage(const std::string& log) {
+  std::vector<ResourceUsage> out;
+  static const std::regex fn_re(R"(Function properties for (\S+))");
+  static const std::regex spill_re(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex reg_re(R"(Used (\d+) registers)");
+  static const std::regex smem_re(R"((\d+) bytes smem)");
+  std::istringstream in(log);
+  std::string line;
+  ResourceUsage* cur = nullptr;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, fn_re)) {
+      out.push_back({});
+      out.back().kernel = m[1];
+      cur = &out.back();
+    } else if (cur && std::regex_search(line, m, spill_re)) {
+      cur->spill_stores = std::stoi(m[1]);
+      cur->spill_loads = std::stoi(m[2]);
+    } else if (cur && std::regex_search(line, m, reg_re)) {
+      cur->registers = std::stoi(m[1]);
+      if (std::regex_search(line, m, smem_re)) cur->shared_bytes = std::stoi(m[1]);
+    }
+  }
+  return out;
+}
+
+StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolchain& tc, const BuildOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  KF_ASSIGN_OR_RETURN(fs::path home, kforge_home());
+  const fs::path runtime_dir = home / "src/codegen/runtime";
+  const fs::path src_dir = options.out_dir / "kernels";
+  const fs::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  std::error_code ec;
+  fs::create_directories(src_dir, ec);
+  if (ec) return external_error("cannot create " + src_dir.string() + ": " + ec.message());
+  fs::create_directories(cache / "obj", ec);
+  fs::create_directories(cache / "lib", ec);
+  if (ec) return external_error("cannot create the build cache " + cache.string() + ": " + ec.message() + " (set KFORGE_CACHE to a writable directory)");
+
+  KF_ASSIGN_OR_RETURN(std::string runtime_header, read_file(runtime_dir / "kforge_runtime.cuh"));
+  std::vector<Unit> units;
+  for (const auto& k : program.kernels) units.push_back({k.file_name, k.code});
+  units.push_back({program.entry.file_name, program.entry.code});
+  for (const auto& rt : codegen::runtime_sources(program.libraries)) {
+    KF_ASSIGN_OR_RETURN(std::string code, read_file(runtime_dir / rt));
+    units.push_back({rt, code});
+  }
+  // Copy the runtime header next to the sources so the kernels directory builds on its own.
+  KF_RETURN_IF_ERROR(write_file(src_dir / "kforge_runtime.cuh", runtime_header));
+  for (const auto& u : units) KF_RETURN_IF_ERROR(write_file(src_dir / u.file, u.code));
+
+  std::string flag_text;
+  for (const auto& f : tc.compile_flags) flag_text += f + " ";
+  const std::string key_prefix = tc.nvcc_version + "\n" + flag_text + "\n" + runtime_header + "\n";
+
+  BuildResult result;
+  result.compiles.resize(units.size());
+  std::vector<std::string> object_keys(units.size());
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status failure = Status::ok();
+  auto worker = [&] {
+    for (size_t i = next++; i < units.size(); i = next++) {
+      const Unit& u = units[i];
+      CompileRecord rec;
+      rec.file = u.file;
+      std::string key = content_hash(key_prefix + u.file + "\n" + u.code);
+      object_keys[i] = key;
+      fs::path obj = cache / "obj" / (key + ".o");
+      fs::path log_file = cache / "obj" / (key + ".log");
+      std::error_code e;
+      if (fs::exists(obj, e)) {
+        rec.ok = rec.cached = true;
+        auto log = read_file(log_file);
+        if (log.is_ok()) rec.log = log.value();
+      } else {
+        fs::path tmp_obj = cache / "obj" / (key + ".o.tmp" + std::to_string(i));
+        std::vector<std::string> argv = {tc.nvcc, "-c"};
+        argv.insert(argv.end(), tc.compile_flags.begin(), tc.compile_flags.end());
+        argv.insert(argv.end(), {"-I", src_dir.string(), "-o", tmp_obj.string(), (src_dir / u.file).string()});
+        auto r = run_process(argv, {.timeout_seconds = 600});
+        if (!r.is_ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          failure = r.status();
+          continue;
+        }
+        rec.seconds = r->seconds;
+        rec.log = r->output;
+        rec.ok = r->ok();
+        if (r->timed_out) rec.log += "\n(nvcc ran past its 600 s limit)";
+        if (rec.ok) {
+          (void)write_file(log_file, rec.log);
+          fs::rename(tmp_obj, obj, e);
+        } else {
+          fs::remove(tmp_obj, e);
+        }
+      }
+      rec.resources = parse_resource_usage(rec.log);
+      std::lock_guard<std::mutex> lock(mu);
+      if (rec.cached) ++result.cache_hits;
+      result.compiles[i] = std::move(rec);
+    }
+  };
+  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int j = 0; j < std::min<int>(jobs, static_cast<int>(units.size())); ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  KF_RETURN_IF_ERROR(failure);
+
+  for (const auto& rec : result.compiles) {
+    if (!rec.ok) {
+      result.outcome = "compile_error";
+      result.message = rec.file + ": " + rec.log.substr(0, 2000);
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return result;
+    }
+  }
+
+  std::string link_key_text = tc.nvcc_version + libraries_flags(program.libraries);
+  for (const auto& k : object_keys) link_key_text += "\n" + k;
+  std::string link_key = content_hash(link_key_text);
+  fs::path cached_lib = cache / "lib" / (link_key + ".so");
+  if (fs::exists(cached_lib, ec)) {
+    result.link_cached = true;
+  } else {
+    fs::path tmp_lib = cache / "lib" / (link_key + ".so.tmp");
+    std::vector<std::string> argv = {tc.nvcc, "-shared", "-gencode", "arch=compute_" + tc.arch.substr(3) + ",code=" + tc.arch, "-o", tmp_lib.string()};
+    for (const auto& k : object_keys) argv.push_back((cache / "obj" / (k + ".o")).string());
+    for (const auto& l : program.libraries) argv.push_back("-l" + l);
+    KF_ASSIGN_OR_RETURN(ProcessResult r, run_process(argv, {.timeout_seconds = 600}));
+    if (!r.ok()) {
+      result.outcome = "compile_error";
+      result.message = "link: " + r.output.substr(0, 2000);
+      CompileRecord rec;
+      rec.file = "(link)";
+      rec.log = r.output;
+      result.compiles.push_back(rec);
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return result;
+    }
+    fs::rename(tmp_lib, cached_lib, ec);
+    if (ec) return external_error("cannot store " + cached_lib.string() + ": " + ec.message());
+  }
+  result.library = options.out_dir / options.library_name;
+  fs::copy_file(cached_lib, result.library, fs::copy_options::overwrite_existing, ec);
+  if (ec) return external_error("cannot copy the library to " + result.library.string() + ": " + ec.message());
+  result.ok = true;
+  result.outcome = "ok";
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace kforge::sandbox

@@ -1,0 +1,50 @@
+// The schedule: how a graph is computed (partition into kernels, implementation and knobs of each,
+// global choices). A value separate from the graph; skills are the only way it changes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "base/status.h"
+#include "ir/graph.h"
+
+namespace kforge::schedule {
+
+enum class Impl {
+  kGenerated,  // a CUDA kernel we emit from a template
+  kLibrary,    // a call into cuBLAS / cuDNN / CUB
+  kAlias,      // no work: the output is a view of the input's buffer (reshape of contiguous data)
+};
+
+const char* impl_name(Impl i);
+
+struct Kernel {
+  std::string name;          // "k3_conv": unique, a C identifier
+  std::vector<int> nodes;    // graph node indices in execution order; the last one's output is the result
+  Impl impl = Impl::kGenerated;
+  std::string strategy;      // the code template: "elementwise", "cublas_gemm", "cudnn_conv", ...
+  std::map<std::string, int64_t> knobs;  // template parameters: "block", "vector", ...
+
+  int64_t knob(const std::string& key, int64_t fallback) const {
+    auto it = knobs.find(key);
+    return it == knobs.end() ? fallback : it->second;
+  }
+  int root() const { return nodes.back(); }
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;  // in execution order
+  std::string precision = "fp32";  // contractions: fp32 (exact), tf32, 3xtf32
+  bool cuda_graph = false;         // capture the whole forward into one CUDA graph
+};
+
+// Every node in exactly one kernel, kernels in an order that respects data dependencies.
+Status check_schedule(const ir::Graph& g, const Schedule& s);
+
+OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s);
+StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const std::string& what);
+
+}  // namespace kforge::schedule

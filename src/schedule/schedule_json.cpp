@@ -1,0 +1,69 @@
+// Schedule <-> JSON (`kforge.schedule/1`), so plans can be saved, inspected and replayed.
+#include "schedule/schedule.h"
+
+namespace kforge::schedule {
+
+OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s) {
+  OrderedJson j;
+  j["format"] = "kforge.schedule/1";
+  j["graph"] = g.name;
+  j["precision"] = s.precision;
+  j["cuda_graph"] = s.cuda_graph;
+  j["kernels"] = OrderedJson::array();
+  for (const auto& k : s.kernels) {
+    OrderedJson jk;
+    jk["name"] = k.name;
+    jk["impl"] = impl_name(k.impl);
+    jk["strategy"] = k.strategy;
+    OrderedJson nodes = OrderedJson::array();
+    for (int n : k.nodes) nodes.push_back(g.value(g.nodes()[static_cast<size_t>(n)].output).id);
+    jk["nodes"] = nodes;
+    OrderedJson knobs = OrderedJson::object();
+    for (const auto& [key, v] : k.knobs) knobs[key] = v;
+    jk["knobs"] = knobs;
+    j["kernels"].push_back(jk);
+  }
+  return j;
+}
+
+StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const std::string& what) {
+  if (!j.is_object() || j.value("format", "") != "kforge.schedule/1") {
+    return invalid_argument(what + ": not a kforge schedule (expected \"format\": \"kforge.schedule/1\"; make one with `kforge plan`)");
+  }
+  Schedule s;
+  s.precision = j.value("precision", "fp32");
+  s.cuda_graph = j.value("cuda_graph", false);
+  if (!j.contains("kernels") || !j["kernels"].is_array()) return invalid_argument(what + ": needs a \"kernels\" list");
+  for (const auto& jk : j["kernels"]) {
+    Kernel k;
+    k.name = jk.value("name", "");
+    std::string impl = jk.value("impl", "generated");
+    if (impl == "generated") {
+      k.impl = Impl::kGenerated;
+    } else if (impl == "library") {
+      k.impl = Impl::kLibrary;
+    } else if (impl == "alias") {
+      k.impl = Impl::kAlias;
+    } else {
+      return invalid_argument(what + ": kernel " + k.name + " has unknown impl '" + impl + "'");
+    }
+    k.strategy = jk.value("strategy", "");
+    for (const auto& jn : jk.value("nodes", Json::array())) {
+      if (!jn.is_string()) return invalid_argument(what + ": kernel " + k.name + ": nodes are value ids");
+      ir::ValueIndex v = g.find(jn.get<std::string>());
+      if (v == ir::kNoValue || g.value(v).kind != ir::ValueKind::kNode) {
+        return invalid_argument(what + ": kernel " + k.name + " names '" + jn.get<std::string>() + "', which is no node of graph " + g.name);
+      }
+      k.nodes.push_back(g.value(v).owner);
+    }
+    for (const auto& [key, v] : jk.value("knobs", Json::object()).items()) {
+      if (!v.is_number_integer()) return invalid_argument(what + ": kernel " + k.name + ": knob " + key + " must be an int");
+      k.knobs[key] = v.get<int64_t>();
+    }
+    s.kernels.push_back(std::move(k));
+  }
+  KF_RETURN_IF_ERROR(check_schedule(g, s).with_context(what));
+  return s;
+}
+
+}  // namespace kforge::schedule

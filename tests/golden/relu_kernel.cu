@@ -1,0 +1,19 @@
+// kforge kernel k0_relu: y = relu(x)
+#include "kforge_runtime.cuh"
+
+namespace {
+typedef float T;
+__global__ void __launch_bounds__(256) k0_relu_kernel(const float* __restrict__ in0, float* __restrict__ out) {
+  KF_GRID_STRIDE(i, 1610612736LL) {
+    const T x = T(in0[i]);
+    const T y = (x < T(0) ? T(0) : x);
+    out[i] = (float)y;
+  }
+}
+}  // namespace
+
+extern "C" int k0_relu(KfContext* ctx, void* const* bufs) {
+  k0_relu_kernel<<<kf_grid(1610612736LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((float*)bufs[1]));
+  KF_LAUNCHED();
+  return 0;
+}

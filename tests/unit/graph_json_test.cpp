@@ -1,0 +1,73 @@
+// Graph JSON: round trip, defaults, and the messages a malformed graph gets.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace kforge::ir {
+namespace {
+
+using kforge::testing::graph_error;
+using kforge::testing::graph_from_text;
+using kforge::testing::one_node_graph;
+
+TEST(GraphJson, RoundTripKeepsEverything) {
+  std::string text = one_node_graph("softmax", {{"x", {4, 8}}}, R"({"dim": 1})", {4, 8});
+  Graph g = graph_from_text(text);
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0].op, OpId::kSoftmax);
+  EXPECT_EQ(g.nodes()[0].attrs.i("dim"), 1);
+  Graph again = graph_from_text(graph_to_json(g).dump());
+  EXPECT_EQ(graph_to_json(again).dump(), graph_to_json(g).dump());
+}
+
+TEST(GraphJson, FillsDefaultsFromTheSchema) {
+  Graph g = graph_from_text(one_node_graph("leaky_relu", {{"x", {3}}}, "{}", {3}));
+  EXPECT_DOUBLE_EQ(g.nodes()[0].attrs.f("negative_slope"), 0.01);
+}
+
+TEST(GraphJson, InfinityScalarsRoundTrip) {
+  Graph g = graph_from_text(one_node_graph("maximum", {{"x", {3}}}, R"({"scalar": "-inf"})", {3}));
+  EXPECT_TRUE(std::isinf(g.nodes()[0].attrs.f("scalar")));
+  Graph again = graph_from_text(graph_to_json(g).dump());
+  EXPECT_LT(again.nodes()[0].attrs.f("scalar"), 0);
+}
+
+TEST(GraphJsonErrors, NotAGraph) {
+  EXPECT_NE(graph_error(R"({"nodes": []})").find("not a kforge graph"), std::string::npos);
+  EXPECT_NE(graph_error("[1, 2").find("not valid JSON"), std::string::npos);
+}
+
+TEST(GraphJsonErrors, UnknownOpIsNamed) {
+  std::string e = graph_error(one_node_graph("fft", {{"x", {3}}}, "{}", {3}));
+  EXPECT_NE(e.find("unknown op 'fft'"), std::string::npos) << e;
+}
+
+TEST(GraphJsonErrors, UnknownAndMissingAttrs) {
+  EXPECT_NE(graph_error(one_node_graph("relu", {{"x", {3}}}, R"({"slope": 1})", {3})).find("has no attr 'slope'"), std::string::npos);
+  EXPECT_NE(graph_error(one_node_graph("softmax", {{"x", {3}}}, "{}", {3})).find("needs attr 'dim'"), std::string::npos);
+  EXPECT_NE(graph_error(one_node_graph("softmax", {{"x", {3}}}, R"({"dim": "a"})", {3})).find("attr 'dim' must be an int"), std::string::npos);
+}
+
+TEST(GraphJsonErrors, ShapeDisagreementWithTorchIsReported) {
+  std::string e = graph_error(one_node_graph("matmul", {{"a", {2, 3}}, {"b", {3, 5}}}, "{}", {2, 4}));
+  EXPECT_NE(e.find("torch recorded float32[2, 4] but kforge infers float32[2, 5]"), std::string::npos) << e;
+}
+
+TEST(GraphJsonErrors, UndefinedInputIsNamed) {
+  std::string text = R"({"format":"kforge.graph/1","inputs":[],"params":[],
+    "nodes":[{"id":"y","op":"relu","inputs":["ghost"],"shape":[1],"dtype":"float32"}],"outputs":["y"]})";
+  EXPECT_NE(graph_error(text).find("uses 'ghost', which is not defined before it"), std::string::npos);
+}
+
+TEST(GraphJsonErrors, WrongInputCount) {
+  std::string e = graph_error(one_node_graph("relu", {{"a", {3}}, {"b", {3}}}, "{}", {3}));
+  EXPECT_NE(e.find("takes 1 inputs, got 2"), std::string::npos) << e;
+}
+
+TEST(GraphJsonErrors, NoOutputs) {
+  std::string text = R"({"format":"kforge.graph/1","inputs":[{"id":"x","shape":[1],"dtype":"float32"}],"params":[],"nodes":[],"outputs":[]})";
+  EXPECT_NE(graph_error(text).find("no outputs"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge::ir

@@ -1,0 +1,26 @@
+// Test helpers: one-node graph JSON.
+#include "test_util.h"
+
+#include <unistd.h>
+
+namespace kforge::testing {
+
+std::string one_node_graph(const std::string& op, const std::vector<std::pair<std::string, ir::Shape>>& inputs,
+                           const std::string& attrs_json, const ir::Shape& out_shape, const std::string& out_dtype) {
+  Json g;
+  g["format"] = "kforge.graph/1";
+  g["name"] = "t_" + op;
+  g["inputs"] = Json::array();
+  Json ins = Json::array();
+  for (const auto& [id, shape] : inputs) {
+    g["inputs"].push_back({{"id", id}, {"name", id}, {"shape", shape}, {"dtype", "float32"}});
+    ins.push_back(id);
+  }
+  g["params"] = Json::array();
+  g["nodes"] = Json::array({{{"id", "y"}, {"op", op}, {"inputs", ins}, {"attrs", Json::parse(attrs_json)},
+                             {"shape", out_shape}, {"dtype", out_dtype}}});
+  g["outputs"] = Json::array({"y"});
+  return g.dump();
+}
+
+}  // namespace kforge::testing
