@@ -142,6 +142,15 @@ std::string load(const EmitContext& ctx, size_t k, const std::string& T) {
          "in" + std::to_string(k) + "[" + broadcast_offset(ctx.in_type(k).shape, ctx.out_type().shape, "i") + "])";
 }
 
+// The scalar attr as a literal of the compute type (integers stay exact for integer math).
+std::string scalar_operand(const ir::Node& node, const std::string& T, ir::DType math_type) {
+  if (ir::is_integral(math_type) && std::holds_alternative<int64_t>(node.attrs.get("scalar"))) {
+    return "T(" + std::to_string(node.attrs.i("scalar")) + "LL)";
+  }
+  double v = node.attrs.f("scalar");
+  return T == "double" ? double_literal(v) : "T" + float_literal(v);
+}
+
 }  // namespace
 
 StatusOr<KernelSource> emit_Unary(const EmitContext& ctx) {
@@ -165,20 +174,30 @@ StatusOr<KernelSource> emit_Binary(const EmitContext& ctx) {
   for (const auto& rule : kBinaryRules) {
     if (rule.op != node.op) continue;
     std::string a = load(ctx, 0, T);
-    std::string b;
-    if (ctx.has_input(1)) {
-      b = load(ctx, 1, T);
-    } else {
-      double v = node.attrs.f("scalar");
-      b = T == "double" ? double_literal(v) : "T" + float_literal(v);
-      if (ir::is_integral(ctx.out_type().dtype) && std::holds_alternative<int64_t>(node.attrs.get("scalar"))) {
-        b = "T(" + std::to_string(node.attrs.i("scalar")) + "LL)";
-      }
-      if (node.attrs.b("reverse")) std::swap(a, b);
-    }
+    std::string b = ctx.has_input(1) ? load(ctx, 1, T) : scalar_operand(node, T, ctx.out_type().dtype);
+    if (!ctx.has_input(1) && node.attrs.b("reverse")) std::swap(a, b);
     return elementwise_kernel(ctx, T, "    const T a = " + a + ";\n    const T b = " + b + ";\n    const T y = " + rule.expr + ";\n");
   }
   return unsupported("no binary rule for " + ir::describe(ctx.graph, node));
+}
+
+StatusOr<KernelSource> emit_Compare(const EmitContext& ctx) {
+  const ir::Node& node = ctx.node();
+  // Compare in the promoted type of the operands; the result is bool.
+  ir::DType operands = ctx.in_type(0).dtype;
+  if (ctx.has_input(1)) operands = ir::promote(operands, ctx.in_type(1).dtype);
+  if (!ctx.has_input(1) && std::holds_alternative<double>(node.attrs.get("scalar")) && ir::is_integral(operands)) {
+    operands = ir::DType::kFloat32;
+  }
+  std::string T = compute_type(operands);
+  for (const auto& rule : kBinaryRules) {
+    if (rule.op != node.op) continue;
+    std::string a = load(ctx, 0, T);
+    std::string b = ctx.has_input(1) ? load(ctx, 1, T) : scalar_operand(node, T, operands);
+    if (!ctx.has_input(1) && node.attrs.b("reverse")) std::swap(a, b);
+    return elementwise_kernel(ctx, T, "    const T a = " + a + ";\n    const T b = " + b + ";\n    const bool y = " + rule.expr + ";\n");
+  }
+  return unsupported("no comparison rule for " + ir::describe(ctx.graph, node));
 }
 
 StatusOr<KernelSource> emit_Where(const EmitContext& ctx) {

@@ -1,6 +1,7 @@
 // Graph JSON (docs/graph-format.md) to Graph and back, with messages that say where the JSON is wrong.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "base/files.h"
@@ -36,6 +37,16 @@ StatusOr<std::string> parse_id(const Json& j, const std::string& where) {
   return j["id"].get<std::string>();
 }
 
+// JSON has no inf or nan: they travel as the strings "inf", "-inf" and "nan".
+std::optional<double> non_finite(const Json& v) {
+  if (!v.is_string()) return std::nullopt;
+  const auto s = v.get<std::string>();
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  return std::nullopt;
+}
+
 StatusOr<AttrValue> parse_attr(const Json& v, const AttrSpec& spec, const std::string& where) {
   const std::string here = where + ": attr '" + spec.name + "'";
   if (v.is_null()) {
@@ -48,18 +59,14 @@ StatusOr<AttrValue> parse_attr(const Json& v, const AttrSpec& spec, const std::s
       if (!v.is_number_integer()) return invalid_argument(here + " must be an int");
       return AttrValue{v.get<int64_t>()};
     case AttrType::kFloat:
+      if (auto nf = non_finite(v)) return AttrValue{*nf};
       if (!v.is_number()) return invalid_argument(here + " must be a number");
       return AttrValue{v.get<double>()};
     case AttrType::kScalar:
       if (v.is_boolean()) return AttrValue{static_cast<int64_t>(v.get<bool>())};
       if (v.is_number_integer()) return AttrValue{v.get<int64_t>()};
       if (v.is_number()) return AttrValue{v.get<double>()};
-      if (v.is_string()) {  // inf, -inf, nan as torch prints them
-        const auto s = v.get<std::string>();
-        if (s == "inf") return AttrValue{std::numeric_limits<double>::infinity()};
-        if (s == "-inf") return AttrValue{-std::numeric_limits<double>::infinity()};
-        if (s == "nan") return AttrValue{std::numeric_limits<double>::quiet_NaN()};
-      }
+      if (auto nf = non_finite(v)) return AttrValue{*nf};
       return invalid_argument(here + " must be a number");
     case AttrType::kBool:
       if (!v.is_boolean()) return invalid_argument(here + " must be true or false");

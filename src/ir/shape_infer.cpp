@@ -87,6 +87,12 @@ StatusOr<TensorType> infer_Binary(const InferArgs& x) {
   return out;
 }
 
+StatusOr<TensorType> infer_Compare(const InferArgs& x) {
+  KF_ASSIGN_OR_RETURN(TensorType t, infer_Binary(x));
+  t.dtype = DType::kBool;
+  return t;
+}
+
 StatusOr<TensorType> infer_Where(const InferArgs& x) {
   KF_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(x.in(0).shape, x.in(1).shape));
   KF_ASSIGN_OR_RETURN(s, broadcast_shapes(s, x.in(2).shape));

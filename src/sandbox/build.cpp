@@ -163,7 +163,10 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
     result.link_cached = true;
   } else {
     fs::path tmp_lib = cache / "lib" / (link_key + ".so.tmp");
-    std::vector<std::string> argv = {tc.nvcc, "-shared", "-gencode", "arch=compute_" + tc.arch.substr(3) + ",code=" + tc.arch, "-o", tmp_lib.string()};
+    // The shared CUDA runtime keeps libraries small; inside PyTorch the process's libcudart is
+    // reused, elsewhere the rpath finds the toolkit's.
+    std::vector<std::string> argv = {tc.nvcc, "-shared", "-cudart", "shared", "-gencode", "arch=compute_" + tc.arch.substr(3) + ",code=" + tc.arch,
+                                     "-Xlinker", "-rpath=" + (tc.cuda_home / "lib64").string(), "-o", tmp_lib.string()};
     for (const auto& k : object_keys) argv.push_back((cache / "obj" / (k + ".o")).string());
     for (const auto& l : program.libraries) argv.push_back("-l" + l);
     KF_ASSIGN_OR_RETURN(ProcessResult r, run_process(argv, {.timeout_seconds = 600}));

@@ -16,6 +16,7 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
     case OpFamily::kCast:
     case OpFamily::kBinary:
     case OpFamily::kWhere:
+    case OpFamily::kCompare:
     case OpFamily::kFull: return {Impl::kGenerated, "elementwise"};
     case OpFamily::kReduce:
     case OpFamily::kArgReduce: return {Impl::kGenerated, "reduce"};

@@ -1,0 +1,1125 @@
+# The importer's table: torch callables -> canonical ops.def ops, each with an argument normalizer.
+"""How a traced torch call becomes graph nodes.
+
+Every entry maps one or more torch callables (found by dotted name, skipped when this torch lacks
+them) to a normalizer. The tracer binds the call's arguments to the entry's signature, runs the real
+callable on meta tensors, and hands the normalizer an `Args` object (bound arguments as attributes,
+the torch result as `a.out`). The normalizer answers with a plan:
+
+  Emit(op, inputs, attrs)        one node whose value is the call's result (or `out=` for one element
+                                 of a multi-output result, or an intermediate of a decomposition)
+  Alias(tensor)                  no node: the result is the same value as `tensor`
+  [Emit | Alias, ...]            several, in order (decompositions, multi-output calls)
+
+Inputs of an Emit are tensors (resolved to value ids by the tracer), None (absent optional input) or
+Python numbers (materialized as a 0-d `full` constant). Attrs may omit schema defaults; the tracer
+fills them in and checks names against ops.def.
+"""
+import inspect
+import math
+from typing import Any, NamedTuple, Optional
+
+import torch
+import torch.nn.functional as F
+
+
+class Unsupported(Exception):
+    """A construct the importer cannot express; the tracer adds file:line and the callable name."""
+
+
+class Emit(NamedTuple):
+    op: str
+    inputs: list
+    attrs: dict
+    out: Any = None
+
+
+class Alias(NamedTuple):
+    src: Any
+    out: Any = None
+
+
+class Const(NamedTuple):
+    """A number used as a tensor operand: becomes a 0-d `full` node of `dtype` (torch's default if None)."""
+    value: Any
+    dtype: Any = None
+
+
+class Args:
+    """Bound call arguments as attributes, plus the torch result `out` and a helper to run torch."""
+
+    def __init__(self, name, bound, out, run):
+        self.__dict__.update(bound)
+        self.fname = name
+        self.out = out
+        self.meta = run  # meta(fn, *args): call fn untraced (for intermediate shapes)
+
+
+class Rule(NamedTuple):
+    name: str
+    sig: Optional[inspect.Signature]
+    norm: Any
+    ops: tuple
+    run: Any = None       # run(a) -> result, instead of calling the real callable
+    fallback: Any = None  # fallback(a) -> result, when the real callable fails on meta tensors
+
+
+RULES = {}   # callable -> Rule
+NAMES = {}   # callable -> the dotted name it was registered under
+DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+          torch.float64: "float64", torch.int64: "int64", torch.int32: "int32", torch.int8: "int8",
+          torch.uint8: "uint8", torch.bool: "bool"}
+_NS = {"torch": torch, "F": F, "Tensor": torch.Tensor}
+
+
+def resolve(name):
+    """'Tensor.T.__get__' -> the object, or None when this torch version lacks it."""
+    head, *rest = name.split(".")
+    obj = _NS.get(head)
+    for part in rest:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _signature(sig):
+    return None if sig is None else inspect.signature(eval(f"lambda {sig}: None"))
+
+
+def rule(names, sig, ops, run=None, fallback=None, objs=()):
+    """Decorator: register `norm` for every callable in `names` (space-separated dotted names) and `objs`."""
+    def deco(norm):
+        r = Rule(norm.__name__, _signature(sig), norm, tuple(ops.split()), run, fallback)
+        for n, obj in [(n, resolve(n)) for n in names.split()] + list(objs):
+            if obj is not None and obj not in RULES:
+                RULES[obj] = r
+                NAMES[obj] = n
+        return norm
+    return deco
+
+
+def emittable_ops():
+    """Every op a rule can emit, plus `identity` (an output that is an input or parameter itself)."""
+    return sorted({op for r in RULES.values() for op in r.ops} | {"identity"})
+
+
+# ---------------------------------------------------------------- argument helpers
+
+def is_num(v):
+    return isinstance(v, (int, float, bool)) and not isinstance(v, torch.Tensor)
+
+
+def dim(d, rank):
+    """Normalize one dim to [0, rank)."""
+    r = max(rank, 1)
+    d = int(d)
+    return d + r if d < 0 else d
+
+
+def dims(d, rank):
+    """None/int/sequence -> sorted non-negative dim list ([] means all dims)."""
+    if d is None:
+        return []
+    if not isinstance(d, (list, tuple, torch.Size)):
+        d = [d]
+    if rank == 0:
+        return []
+    return sorted(dim(x, rank) for x in d)
+
+
+def seq_arg(vals):
+    """view(2, 3) / view((2, 3)) / permute([0, 1]) -> a flat list."""
+    if len(vals) == 1 and isinstance(vals[0], (list, tuple, torch.Size)):
+        return list(vals[0])
+    return list(vals)
+
+
+def tup(v, r):
+    """Expand an int (or 1-tuple) to a list of the spatial rank."""
+    if isinstance(v, (list, tuple, torch.Size)):
+        v = list(v)
+        return [int(x) for x in (v * r if len(v) == 1 else v)]
+    return [int(v)] * r
+
+
+def shape(t):
+    return [int(s) for s in t.shape]
+
+
+def reduction(a):
+    """Legacy size_average/reduce arguments -> reduction string."""
+    if getattr(a, "size_average", None) is not None or getattr(a, "reduce", None) is not None:
+        return torch.nn._reduction.legacy_get_string(a.size_average, a.reduce)
+    return a.reduction
+
+
+def no_extra(a):
+    """Keyword arguments newer torch versions added (weight=, enable_gqa=): accept only None/False."""
+    for k, v in getattr(a, "extra", {}).items():
+        if v is not None and v is not False:
+            raise Unsupported(f"argument {k}={v!r}")
+
+
+def finite(v, what):
+    """Numbers go into JSON as they are; inf, -inf and nan as the strings the C++ side reads."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+# ---------------------------------------------------------------- elementwise unary
+
+_UNARY = {
+    "relu": "torch.relu torch.relu_ Tensor.relu Tensor.relu_ F.relu F.relu_",
+    "sigmoid": "torch.sigmoid torch.sigmoid_ Tensor.sigmoid Tensor.sigmoid_ F.sigmoid torch.special.expit",
+    "tanh": "torch.tanh torch.tanh_ Tensor.tanh Tensor.tanh_ F.tanh",
+    "selu": "torch.selu torch.selu_ F.selu F.selu_",
+    "hardsigmoid": "F.hardsigmoid",
+    "hardswish": "F.hardswish",
+    "softsign": "F.softsign",
+    "mish": "F.mish",
+    "silu": "F.silu",
+    "exp": "torch.exp torch.exp_ Tensor.exp Tensor.exp_",
+    "log": "torch.log torch.log_ Tensor.log Tensor.log_",
+    "abs": "torch.abs torch.abs_ torch.absolute Tensor.abs Tensor.abs_ Tensor.absolute Tensor.__abs__",
+    "neg": "torch.neg torch.neg_ torch.negative Tensor.neg Tensor.neg_ Tensor.negative Tensor.__neg__",
+    "sqrt": "torch.sqrt torch.sqrt_ Tensor.sqrt Tensor.sqrt_",
+    "rsqrt": "torch.rsqrt torch.rsqrt_ Tensor.rsqrt Tensor.rsqrt_",
+    "reciprocal": "torch.reciprocal torch.reciprocal_ Tensor.reciprocal Tensor.reciprocal_",
+    "erf": "torch.erf torch.erf_ Tensor.erf Tensor.erf_ torch.special.erf",
+    "sign": "torch.sign Tensor.sign Tensor.sign_",
+}
+for _op, _names in _UNARY.items():
+    rule(_names, "input, inplace=False", _op)(lambda a, _op=_op: Emit(_op, [a.input], {}))
+
+
+@rule("F.leaky_relu F.leaky_relu_", "input, negative_slope=0.01, inplace=False", "leaky_relu")
+def leaky_relu(a):
+    return Emit("leaky_relu", [a.input], {"negative_slope": a.negative_slope})
+
+
+@rule("F.elu F.elu_", "input, alpha=1.0, inplace=False", "elu")
+def elu(a):
+    return Emit("elu", [a.input], {"alpha": a.alpha})
+
+
+@rule("F.gelu", "input, approximate='none'", "gelu")
+def gelu(a):
+    return Emit("gelu", [a.input], {"approximate": a.approximate})
+
+
+@rule("F.hardtanh F.hardtanh_", "input, min_val=-1.0, max_val=1.0, inplace=False", "hardtanh")
+def hardtanh(a):
+    return Emit("hardtanh", [a.input], {"min_val": a.min_val, "max_val": a.max_val})
+
+
+@rule("F.relu6", "input, inplace=False", "hardtanh")
+def relu6(a):
+    return Emit("hardtanh", [a.input], {"min_val": 0.0, "max_val": 6.0})
+
+
+@rule("F.softplus", "input, beta=1.0, threshold=20.0", "softplus")
+def softplus(a):
+    return Emit("softplus", [a.input], {"beta": a.beta, "threshold": a.threshold})
+
+
+def _clamp_plan(x, lo, hi, a):
+    """clamp with numbers -> clamp attrs; with tensor bounds -> maximum/minimum nodes."""
+    if not isinstance(lo, torch.Tensor) and not isinstance(hi, torch.Tensor):
+        return Emit("clamp", [x], {"min": finite(lo, "min"), "max": finite(hi, "max")})
+    steps, cur = [], x  # torch.clamp takes either two numbers or two tensors (None allowed)
+    for op, bound, fn in (("maximum", lo, torch.maximum), ("minimum", hi, torch.minimum)):
+        if bound is not None:
+            nxt = a.meta(fn, cur, bound)
+            steps.append(Emit(op, [cur, bound], {}, nxt))
+            cur = nxt
+    return steps[:-1] + [steps[-1]._replace(out=None)]
+
+
+@rule("torch.clamp torch.clamp_ torch.clip torch.clip_ Tensor.clamp Tensor.clamp_ Tensor.clip Tensor.clip_",
+      "input, min=None, max=None", "clamp maximum minimum")
+def clamp(a):
+    return _clamp_plan(a.input, a.min, a.max, a)
+
+
+@rule("torch.clamp_min torch.clamp_min_ Tensor.clamp_min Tensor.clamp_min_", "input, min", "clamp maximum")
+def clamp_min(a):
+    return _clamp_plan(a.input, a.min, None, a)
+
+
+@rule("torch.clamp_max torch.clamp_max_ Tensor.clamp_max Tensor.clamp_max_", "input, max", "clamp minimum")
+def clamp_max(a):
+    return _clamp_plan(a.input, None, a.max, a)
+
+
+# ---------------------------------------------------------------- elementwise binary
+
+def binary(op, x, y, reverse=False):
+    """Two tensors -> inputs [x, y]; tensor and number -> scalar attr (reverse puts it first)."""
+    if is_num(y) and isinstance(x, torch.Tensor):
+        return Emit(op, [x, None], {"scalar": finite(y, "scalar"), "reverse": reverse})
+    if is_num(x) and isinstance(y, torch.Tensor):
+        return Emit(op, [y, None], {"scalar": finite(x, "scalar"), "reverse": not reverse})
+    return Emit(op, [y, x] if reverse else [x, y], {})
+
+
+def _scaled(a, other, alpha):
+    """`other * alpha` as an intermediate for add/sub with alpha != 1."""
+    if alpha == 1:
+        return [], other
+    if is_num(other):
+        return [], other * alpha
+    prod = a.meta(torch.mul, other, alpha)
+    return [Emit("mul", [other, None], {"scalar": alpha, "reverse": False}, prod)], prod
+
+
+def _add_sub(op, reverse=False):
+    def norm(a):
+        steps, other = _scaled(a, a.other, a.alpha)
+        return steps + [binary(op, a.input, other, reverse)]
+    return norm
+
+
+rule("torch.add Tensor.add Tensor.add_ Tensor.__add__ Tensor.__radd__ Tensor.__iadd__",
+     "input, other, *, alpha=1", "add mul")(_add_sub("add"))
+rule("torch.sub torch.subtract Tensor.sub Tensor.sub_ Tensor.subtract Tensor.subtract_ Tensor.__sub__ Tensor.__isub__",
+     "input, other, *, alpha=1", "sub mul")(_add_sub("sub"))
+
+
+@rule("torch.rsub", "input, other, *, alpha=1", "sub mul")
+def rsub(a):
+    steps, inp = _scaled(a, a.input, a.alpha)
+    return steps + [binary("sub", inp, a.other, reverse=True)]
+
+
+@rule("Tensor.__rsub__", "input, other", "sub")
+def rsub_dunder(a):
+    return binary("sub", a.input, a.other, reverse=True)
+
+
+@rule("torch.mul torch.multiply Tensor.mul Tensor.mul_ Tensor.multiply Tensor.multiply_ "
+      "Tensor.__mul__ Tensor.__rmul__ Tensor.__imul__", "input, other", "mul")
+def mul(a):
+    return binary("mul", a.input, a.other)
+
+
+@rule("torch.div torch.divide torch.true_divide Tensor.div Tensor.div_ Tensor.divide Tensor.divide_ "
+      "Tensor.true_divide Tensor.true_divide_ Tensor.__truediv__ Tensor.__div__ Tensor.__itruediv__ Tensor.__idiv__",
+      "input, other, *, rounding_mode=None", "div")
+def div(a):
+    if a.rounding_mode is not None:
+        raise Unsupported(f"rounding_mode={a.rounding_mode!r}")
+    return binary("div", a.input, a.other)
+
+
+@rule("Tensor.__rtruediv__ Tensor.__rdiv__", "input, other", "div")
+def rdiv(a):
+    return binary("div", a.input, a.other, reverse=True)
+
+
+_COMPARE = {
+    "eq": "torch.eq Tensor.eq Tensor.__eq__",
+    "ne": "torch.ne torch.not_equal Tensor.ne Tensor.not_equal Tensor.__ne__",
+    "lt": "torch.lt torch.less Tensor.lt Tensor.less Tensor.__lt__",
+    "le": "torch.le torch.less_equal Tensor.le Tensor.less_equal Tensor.__le__",
+    "gt": "torch.gt torch.greater Tensor.gt Tensor.greater Tensor.__gt__",
+    "ge": "torch.ge torch.greater_equal Tensor.ge Tensor.greater_equal Tensor.__ge__",
+}
+
+
+def _compare(op):
+    def norm(a):
+        return binary(op, a.input, a.other)
+    return norm
+
+
+for _op, _names in _COMPARE.items():
+    rule(_names, "input, other", _op)(_compare(_op))
+
+
+@rule("torch.maximum Tensor.maximum", "input, other", "maximum")
+def maximum(a):
+    return binary("maximum", a.input, a.other)
+
+
+@rule("torch.minimum Tensor.minimum", "input, other", "minimum")
+def minimum(a):
+    return binary("minimum", a.input, a.other)
+
+
+@rule("torch.pow Tensor.pow Tensor.pow_ Tensor.__pow__ Tensor.__ipow__", "input, exponent", "pow pow_scalar")
+def pow_(a):
+    if isinstance(a.input, torch.Tensor) and is_num(a.exponent):
+        return Emit("pow_scalar", [a.input], {"exponent": finite(a.exponent, "exponent")})
+    return binary("pow", a.input, a.exponent)
+
+
+@rule("Tensor.__rpow__", "input, other", "pow")
+def rpow(a):
+    return binary("pow", a.input, a.other, reverse=True)
+
+
+@rule("torch.square Tensor.square Tensor.square_", "input", "pow_scalar")
+def square(a):
+    return Emit("pow_scalar", [a.input], {"exponent": 2.0})
+
+
+@rule("torch.where Tensor.where", "condition, input=None, other=None", "where")
+def where(a):
+    cond, x, y = a.condition, a.input, a.other
+    if a.fname.startswith("Tensor."):  # x.where(cond, y) binds as condition=x, input=cond, other=y
+        cond, x = x, cond
+    if x is None:
+        raise Unsupported("torch.where(condition) without values (data-dependent shape)")
+    const = lambda v: Const(v, a.out.dtype) if is_num(v) else v
+    return Emit("where", [cond, const(x), const(y)], {})
+
+
+@rule("torch.masked_fill Tensor.masked_fill Tensor.masked_fill_", "input, mask, value", "where")
+def masked_fill(a):
+    value = Const(a.value, a.out.dtype) if is_num(a.value) else a.value
+    return Emit("where", [a.mask, value, a.input], {})
+
+
+# ---------------------------------------------------------------- reductions
+
+def _reduce(op):
+    def norm(a):
+        steps, x = _dtype_cast(a, a.input, getattr(a, "dtype", None))
+        return steps + [Emit(op, [x], {"dims": dims(a.dim, a.input.dim()), "keepdim": a.keepdim})]
+    norm.__name__ = op
+    return norm
+
+
+def _dtype_cast(a, x, dt):
+    """An optional dtype= argument: cast the input first."""
+    if dt is None or dt == x.dtype:
+        return [], x
+    y = a.meta(x.to, dt)
+    return [Emit("cast", [x], {"dtype": dt}, y)], y
+
+
+rule("torch.sum Tensor.sum", "input, dim=None, keepdim=False, *, dtype=None", "sum cast")(_reduce("sum"))
+rule("torch.mean Tensor.mean", "input, dim=None, keepdim=False, *, dtype=None", "mean cast")(_reduce("mean"))
+rule("torch.prod Tensor.prod", "input, dim=None, keepdim=False, *, dtype=None", "prod cast")(_reduce("prod"))
+rule("torch.amax Tensor.amax", "input, dim=(), keepdim=False", "amax")(_reduce("amax"))
+rule("torch.amin Tensor.amin", "input, dim=(), keepdim=False", "amin")(_reduce("amin"))
+rule("torch.logsumexp Tensor.logsumexp torch.special.logsumexp", "input, dim, keepdim=False", "logsumexp")(
+    _reduce("logsumexp"))
+
+
+def _arg_reduce(op):
+    def norm(a):
+        d = None if a.dim is None else dim(a.dim, a.input.dim())
+        return Emit(op, [a.input], {"dim": d, "keepdim": a.keepdim})
+    norm.__name__ = op
+    return norm
+
+
+rule("torch.argmax Tensor.argmax", "input, dim=None, keepdim=False", "argmax")(_arg_reduce("argmax"))
+rule("torch.argmin Tensor.argmin", "input, dim=None, keepdim=False", "argmin")(_arg_reduce("argmin"))
+
+
+def _max_min(which):
+    red, arg, elem = ("amax", "argmax", "maximum") if which == "max" else ("amin", "argmin", "minimum")
+
+    def norm(a):
+        x, rest, kw = a.input, list(a.args), dict(a.kwargs)
+        if rest and isinstance(rest[0], torch.Tensor) or "other" in kw:
+            return binary(elem, x, kw.get("other", rest[0] if rest else None))
+        d = kw["dim"] if "dim" in kw else (rest.pop(0) if rest else None)
+        keep = kw["keepdim"] if "keepdim" in kw else (rest.pop(0) if rest else False)
+        if d is None:
+            return Emit(red, [x], {"dims": [], "keepdim": False})
+        values, indices = a.out
+        d = dim(d, x.dim())
+        return [Emit(red, [x], {"dims": [d], "keepdim": keep}, values),
+                Emit(arg, [x], {"dim": d, "keepdim": keep}, indices)]
+    norm.__name__ = which
+    return norm
+
+
+rule("torch.max Tensor.max", "input, *args, **kwargs", "amax argmax maximum")(_max_min("max"))
+rule("torch.min Tensor.min", "input, *args, **kwargs", "amin argmin minimum")(_max_min("min"))
+
+
+def _norm_p(p):
+    if p == "fro" or p is None:
+        return 2.0
+    if isinstance(p, str) or not math.isfinite(float(p)):
+        raise Unsupported(f"norm p={p!r}")
+    return float(p)
+
+
+@rule("torch.norm Tensor.norm", "input, p='fro', dim=None, keepdim=False, out=None, dtype=None", "norm cast")
+def norm(a):
+    steps, x = _dtype_cast(a, a.input, a.dtype)
+    return steps + [Emit("norm", [x], {"dims": dims(a.dim, x.dim()), "keepdim": a.keepdim, "p": _norm_p(a.p)})]
+
+
+@rule("torch.linalg.vector_norm", "input, ord=2, dim=None, keepdim=False, *, dtype=None", "norm cast")
+def vector_norm(a):
+    steps, x = _dtype_cast(a, a.input, a.dtype)
+    return steps + [Emit("norm", [x], {"dims": dims(a.dim, x.dim()), "keepdim": a.keepdim, "p": _norm_p(a.ord)})]
+
+
+@rule("torch.linalg.norm", "input, ord=None, dim=None, keepdim=False, *, dtype=None", "norm cast")
+def linalg_norm(a):
+    if a.ord is not None and (isinstance(a.dim, (list, tuple)) or a.dim is None and a.input.dim() >= 2):
+        raise Unsupported("matrix norms (torch.linalg.norm with ord= over 2 dims)")
+    steps, x = _dtype_cast(a, a.input, a.dtype)
+    return steps + [Emit("norm", [x], {"dims": dims(a.dim, x.dim()), "keepdim": a.keepdim, "p": _norm_p(a.ord)})]
+
+
+def _var_args(a):
+    """var/std overloads: (x, dim, unbiased, keepdim), (x, unbiased), (x, dim=, correction=, keepdim=)."""
+    rest, kw = list(a.args), dict(a.kwargs)
+    d, unbiased, keep, corr = kw.pop("dim", None), kw.pop("unbiased", None), kw.pop("keepdim", False), kw.pop("correction", None)
+    if rest and isinstance(rest[0], bool):
+        unbiased = rest.pop(0)
+    elif rest:
+        d = rest.pop(0)
+        if rest:
+            unbiased = rest.pop(0)
+        if rest:
+            keep = rest.pop(0)
+    if corr is None:
+        corr = 0 if unbiased is False else 1
+    return {"dims": dims(d, a.input.dim()), "keepdim": keep, "correction": int(corr)}
+
+
+@rule("torch.var Tensor.var", "input, *args, **kwargs", "var")
+def var(a):
+    return Emit("var", [a.input], _var_args(a))
+
+
+@rule("torch.std Tensor.std", "input, *args, **kwargs", "var sqrt")
+def std(a):
+    v = a.meta(torch.var, a.input, *a.args, **a.kwargs)
+    return [Emit("var", [a.input], _var_args(a), v), Emit("sqrt", [v], {})]
+
+
+# ---------------------------------------------------------------- softmax, normalization
+
+def _softmax_dim(a):
+    if a.dim is None:  # legacy implicit dim
+        return 0 if a.input.dim() in (0, 1, 3) else 1
+    return dim(a.dim, a.input.dim())
+
+
+def _softmax(op):
+    def norm(a):
+        steps, x = _dtype_cast(a, a.input, a.dtype)
+        return steps + [Emit(op, [x], {"dim": _softmax_dim(a)})]
+    norm.__name__ = op
+    return norm
+
+
+rule("F.softmax", "input, dim=None, _stacklevel=3, dtype=None", "softmax cast")(_softmax("softmax"))
+rule("torch.softmax Tensor.softmax torch.special.softmax", "input, dim=None, dtype=None", "softmax cast")(
+    _softmax("softmax"))
+rule("F.log_softmax", "input, dim=None, _stacklevel=3, dtype=None", "log_softmax cast")(_softmax("log_softmax"))
+rule("torch.log_softmax Tensor.log_softmax torch.special.log_softmax", "input, dim=None, dtype=None",
+     "log_softmax cast")(_softmax("log_softmax"))
+
+
+@rule("F.batch_norm", "input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05",
+      "batch_norm")
+def batch_norm(a):
+    return Emit("batch_norm", [a.input, a.weight, a.bias, a.running_mean, a.running_var],
+                {"training": bool(a.training), "momentum": 0.0 if a.momentum is None else a.momentum, "eps": a.eps})
+
+
+@rule("F.instance_norm", "input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, "
+      "momentum=0.1, eps=1e-05", "instance_norm")
+def instance_norm(a):
+    return Emit("instance_norm", [a.input, a.weight, a.bias, a.running_mean, a.running_var],
+                {"use_input_stats": bool(a.use_input_stats), "momentum": 0.1 if a.momentum is None else a.momentum,
+                 "eps": a.eps})
+
+
+@rule("F.group_norm", "input, num_groups, weight=None, bias=None, eps=1e-05", "group_norm")
+def group_norm(a):
+    return Emit("group_norm", [a.input, a.weight, a.bias], {"num_groups": a.num_groups, "eps": a.eps})
+
+
+@rule("F.layer_norm", "input, normalized_shape, weight=None, bias=None, eps=1e-05", "layer_norm")
+def layer_norm(a):
+    return Emit("layer_norm", [a.input, a.weight, a.bias],
+                {"normalized_shape": tup(a.normalized_shape, 1), "eps": a.eps})
+
+
+@rule("F.normalize", "input, p=2.0, dim=1, eps=1e-12, out=None", "norm clamp div")
+def normalize(a):
+    x, d = a.input, dim(a.dim, a.input.dim())
+    n = a.meta(torch.norm, x, a.p, d, True)
+    c = a.meta(torch.clamp_min, n, a.eps)
+    return [Emit("norm", [x], {"dims": [d], "keepdim": True, "p": _norm_p(a.p)}, n),
+            Emit("clamp", [n], {"min": a.eps, "max": None}, c),
+            Emit("div", [x, c], {})]
+
+
+# ---------------------------------------------------------------- contractions
+
+@rule("torch.matmul Tensor.matmul Tensor.__matmul__ torch.mm Tensor.mm torch.bmm Tensor.bmm "
+      "torch.mv Tensor.mv torch.dot Tensor.dot", "input, other", "matmul")
+def matmul(a):
+    return Emit("matmul", [a.input, a.other], {})
+
+
+@rule("Tensor.__rmatmul__", "input, other", "matmul")
+def rmatmul(a):
+    return Emit("matmul", [a.other, a.input], {})
+
+
+@rule("torch.addmm Tensor.addmm torch.baddbmm Tensor.baddbmm", "input, mat1, mat2, *, beta=1, alpha=1", "matmul add")
+def addmm(a):
+    if a.beta != 1 or a.alpha != 1:
+        raise Unsupported(f"beta={a.beta}, alpha={a.alpha}")
+    prod = a.meta(torch.matmul, a.mat1, a.mat2)
+    return [Emit("matmul", [a.mat1, a.mat2], {}, prod), Emit("add", [prod, a.input], {})]
+
+
+@rule("F.linear", "input, weight, bias=None", "linear")
+def linear(a):
+    return Emit("linear", [a.input, a.weight, a.bias], {})
+
+
+@rule("torch.einsum", "equation, *operands", "einsum")
+def einsum(a):
+    ops = seq_arg(a.operands)
+    return Emit("einsum", ops, {"equation": a.equation.replace(" ", "")})
+
+
+def _conv_padding(padding, weight, dilation, r):
+    if padding == "valid":
+        return [0] * r
+    if padding == "same":
+        pads = []
+        for k, d in zip(weight.shape[2:], dilation):
+            total = d * (int(k) - 1)
+            if total % 2:
+                raise Unsupported(f"padding='same' with kernel {int(k)}, dilation {d} (asymmetric padding)")
+            pads.append(total // 2)
+        return pads
+    return tup(padding, r)
+
+
+@rule("torch.conv1d torch.conv2d torch.conv3d F.conv1d F.conv2d F.conv3d",
+      "input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1", "conv")
+def conv(a):
+    r = a.weight.dim() - 2
+    dil = tup(a.dilation, r)
+    return Emit("conv", [a.input, a.weight, a.bias],
+                {"stride": tup(a.stride, r), "padding": _conv_padding(a.padding, a.weight, dil, r),
+                 "dilation": dil, "groups": a.groups})
+
+
+@rule("torch.conv_transpose1d torch.conv_transpose2d torch.conv_transpose3d "
+      "F.conv_transpose1d F.conv_transpose2d F.conv_transpose3d",
+      "input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1", "conv_transpose")
+def conv_transpose(a):
+    r = a.weight.dim() - 2
+    return Emit("conv_transpose", [a.input, a.weight, a.bias],
+                {"stride": tup(a.stride, r), "padding": tup(a.padding, r), "output_padding": tup(a.output_padding, r),
+                 "dilation": tup(a.dilation, r), "groups": a.groups})
+
+
+def sdpa_polyfill(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """torch 2 F.scaled_dot_product_attention, for torch 1.x tracing (installed only while importing)."""
+    from torch.overrides import has_torch_function, handle_torch_function
+    if has_torch_function((query, key, value)):
+        return handle_torch_function(sdpa_polyfill, (query, key, value), query, key, value, attn_mask=attn_mask,
+                                     dropout_p=dropout_p, is_causal=is_causal, scale=scale)
+    s = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    attn = torch.matmul(query, key.transpose(-2, -1)) * s
+    if is_causal:
+        keep = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device).tril()
+        attn = attn.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        attn = attn.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else attn + attn_mask
+    attn = torch.softmax(attn, dim=-1)
+    if dropout_p > 0:
+        attn = F.dropout(attn, dropout_p)
+    return torch.matmul(attn, value)
+
+
+@rule("F.scaled_dot_product_attention", "query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, "
+      "scale=None, **extra", "scaled_dot_product_attention",
+      objs=[("F.scaled_dot_product_attention", sdpa_polyfill)])
+def scaled_dot_product_attention(a):
+    if a.dropout_p:
+        raise Unsupported(f"dropout_p={a.dropout_p}")
+    no_extra(a)
+    return Emit("scaled_dot_product_attention", [a.query, a.key, a.value, a.attn_mask],
+                {"is_causal": bool(a.is_causal), "scale": a.scale})
+
+
+# ---------------------------------------------------------------- pooling
+
+def _rank_of(fname, x):
+    digit = [c for c in fname if c.isdigit()]
+    return int(digit[-1]) if digit else x.dim() - 2
+
+
+def _max_pool3d_meta(a):
+    """torch 1.13 has no meta kernel for max_pool3d: compute the output shape ourselves."""
+    x, r = a.input, 3
+    k, p, d = tup(a.kernel_size, r), tup(a.padding, r), tup(a.dilation, r)
+    s = tup(a.stride, r) if a.stride not in (None, [], ()) else k
+    out = []
+    for L, kk, ss, pp, dd in zip(x.shape[-r:], k, s, p, d):
+        num = int(L) + 2 * pp - dd * (kk - 1) - 1
+        o = (-(-num // ss) if a.ceil_mode else num // ss) + 1
+        if a.ceil_mode and (o - 1) * ss >= int(L) + pp:
+            o -= 1
+        out.append(o)
+    return torch.empty(list(x.shape[:-r]) + out, dtype=x.dtype, device="meta")
+
+
+def _max_pool(a):
+    if a.return_indices:
+        raise Unsupported("return_indices=True")
+    r = _rank_of(a.fname, a.input)
+    k = tup(a.kernel_size, r)
+    return Emit("max_pool", [a.input], {
+        "kernel_size": k, "stride": tup(a.stride, r) if a.stride not in (None, [], ()) else k,
+        "padding": tup(a.padding, r), "dilation": tup(a.dilation, r), "ceil_mode": bool(a.ceil_mode)})
+
+
+_MAXPOOL_SIG = "input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False"
+rule("F.max_pool1d F.max_pool2d torch.max_pool1d torch.max_pool2d", _MAXPOOL_SIG, "max_pool")(_max_pool)
+rule("F.max_pool3d torch.max_pool3d", _MAXPOOL_SIG, "max_pool", fallback=_max_pool3d_meta)(_max_pool)
+
+
+@rule("F.avg_pool1d F.avg_pool2d F.avg_pool3d torch.avg_pool1d",
+      "input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None",
+      "avg_pool")
+def avg_pool(a):
+    r = _rank_of(a.fname, a.input)
+    k = tup(a.kernel_size, r)
+    return Emit("avg_pool", [a.input], {
+        "kernel_size": k, "stride": tup(a.stride, r) if a.stride not in (None, [], ()) else k,
+        "padding": tup(a.padding, r), "ceil_mode": bool(a.ceil_mode),
+        "count_include_pad": bool(a.count_include_pad), "divisor_override": a.divisor_override})
+
+
+def _adaptive(op):
+    def norm(a):
+        if getattr(a, "return_indices", False):
+            raise Unsupported("return_indices=True")
+        r = _rank_of(a.fname, a.input)
+        return Emit(op, [a.input], {"output_size": shape(a.out)[-r:]})
+    norm.__name__ = op
+    return norm
+
+
+rule("F.adaptive_avg_pool1d F.adaptive_avg_pool2d F.adaptive_avg_pool3d torch.adaptive_avg_pool1d",
+     "input, output_size", "adaptive_avg_pool")(_adaptive("adaptive_avg_pool"))
+rule("F.adaptive_max_pool1d F.adaptive_max_pool2d F.adaptive_max_pool3d",
+     "input, output_size, return_indices=False", "adaptive_max_pool")(_adaptive("adaptive_max_pool"))
+
+
+# ---------------------------------------------------------------- scans
+
+@rule("torch.cumsum Tensor.cumsum Tensor.cumsum_", "input, dim, *, dtype=None", "cumsum cast")
+def cumsum(a):
+    steps, x = _dtype_cast(a, a.input, a.dtype)
+    return steps + [Emit("cumsum", [x], {"dim": dim(a.dim, x.dim())})]
+
+
+@rule("torch.cumprod Tensor.cumprod Tensor.cumprod_", "input, dim, *, dtype=None", "cumprod cast")
+def cumprod(a):
+    steps, x = _dtype_cast(a, a.input, a.dtype)
+    return steps + [Emit("cumprod", [x], {"dim": dim(a.dim, x.dim())})]
+
+
+# ---------------------------------------------------------------- losses
+
+@rule("F.cross_entropy", "input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, "
+      "reduction='mean', label_smoothing=0.0", "cross_entropy")
+def cross_entropy(a):
+    if a.weight is not None:
+        raise Unsupported("cross_entropy with weight=")
+    return Emit("cross_entropy", [a.input, a.target], {
+        "reduction": reduction(a), "ignore_index": a.ignore_index, "label_smoothing": a.label_smoothing})
+
+
+def _simple_loss(op):
+    def norm(a):
+        no_extra(a)
+        return Emit(op, [a.input, a.target], {"reduction": reduction(a)})
+    norm.__name__ = op
+    return norm
+
+
+rule("F.mse_loss", "input, target, size_average=None, reduce=None, reduction='mean', **extra", "mse_loss")(
+    _simple_loss("mse_loss"))
+rule("F.l1_loss", "input, target, size_average=None, reduce=None, reduction='mean', **extra", "l1_loss")(
+    _simple_loss("l1_loss"))
+
+
+@rule("F.smooth_l1_loss", "input, target, size_average=None, reduce=None, reduction='mean', beta=1.0, **extra",
+      "smooth_l1_loss")
+def smooth_l1_loss(a):
+    no_extra(a)
+    return Emit("smooth_l1_loss", [a.input, a.target], {"reduction": reduction(a), "beta": a.beta})
+
+
+@rule("F.huber_loss", "input, target, reduction='mean', delta=1.0, **extra", "huber_loss")
+def huber_loss(a):
+    no_extra(a)
+    return Emit("huber_loss", [a.input, a.target], {"reduction": a.reduction, "delta": a.delta})
+
+
+@rule("F.kl_div", "input, target, size_average=None, reduce=None, reduction='mean', log_target=False", "kl_div")
+def kl_div(a):
+    return Emit("kl_div", [a.input, a.target], {"reduction": reduction(a), "log_target": bool(a.log_target)})
+
+
+@rule("F.triplet_margin_loss", "anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, "
+      "size_average=None, reduce=None, reduction='mean'", "triplet_margin_loss")
+def triplet_margin_loss(a):
+    return Emit("triplet_margin_loss", [a.anchor, a.positive, a.negative], {
+        "margin": a.margin, "p": a.p, "eps": a.eps, "swap": bool(a.swap), "reduction": reduction(a)})
+
+
+# ---------------------------------------------------------------- dropout and value-preserving calls
+
+@rule("F.dropout torch.dropout", "input, p=0.5, training=True, inplace=False", "dropout")
+def dropout(a):
+    if not a.training or a.p == 0:
+        return Alias(a.input)
+    return Emit("dropout", [a.input], {"p": a.p, "training": True})
+
+
+@rule("F.dropout1d F.dropout2d F.dropout3d F.alpha_dropout F.feature_alpha_dropout",
+      "input, p=0.5, training=True, inplace=False", "")
+def channel_dropout(a):
+    if not a.training or a.p == 0:
+        return Alias(a.input)
+    raise Unsupported("channel/alpha dropout in train mode")
+
+
+@rule("Tensor.contiguous Tensor.clone torch.clone Tensor.detach torch.detach Tensor.detach_ Tensor.data.__get__ "
+      "Tensor.requires_grad_ Tensor.__deepcopy__", "input, *args, **kwargs", "")
+def same_value(a):
+    return Alias(a.input)
+
+
+def _moved(a):
+    return a.meta(a.input.detach)
+
+
+@rule("Tensor.cuda Tensor.cpu", "input, *args, **kwargs", "", run=_moved)
+def device_move(a):
+    return Alias(a.input)
+
+
+# ---------------------------------------------------------------- casts
+
+def _cast(x, dt):
+    if dt == x.dtype:
+        return Alias(x)
+    return Emit("cast", [x], {"dtype": dt})
+
+
+_CAST_METHODS = {"float": torch.float32, "double": torch.float64, "half": torch.float16, "bfloat16": torch.bfloat16,
+                 "int": torch.int32, "long": torch.int64, "bool": torch.bool, "byte": torch.uint8, "char": torch.int8}
+for _m, _dt in _CAST_METHODS.items():
+    rule(f"Tensor.{_m}", "input, memory_format=None", "cast")(lambda a, _dt=_dt: _cast(a.input, _dt))
+
+
+def _to_dtype(a):
+    """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other) / to(dtype=...) -> target dtype or None."""
+    dt = a.kwargs.get("dtype")
+    for v in a.args:
+        if isinstance(v, torch.dtype):
+            dt = v
+        elif isinstance(v, torch.Tensor):
+            dt = v.dtype
+    return dt
+
+
+def _run_to(a):
+    dt = _to_dtype(a)
+    return a.meta(a.input.to, dt) if dt is not None else a.meta(a.input.detach)
+
+
+@rule("Tensor.to", "input, *args, **kwargs", "cast", run=_run_to)
+def to(a):
+    dt = _to_dtype(a)
+    return Alias(a.input) if dt is None else _cast(a.input, dt)
+
+
+@rule("Tensor.type_as", "input, other", "cast")
+def type_as(a):
+    return _cast(a.input, a.other.dtype)
+
+
+@rule("Tensor.type", "input, dtype=None, non_blocking=False, **kwargs", "cast")
+def type_(a):
+    if not isinstance(a.dtype, torch.dtype):
+        raise Unsupported("Tensor.type() without a torch.dtype")
+    return _cast(a.input, a.dtype)
+
+
+# ---------------------------------------------------------------- layout
+
+@rule("Tensor.view Tensor.reshape torch.reshape Tensor.view_as Tensor.reshape_as Tensor.flatten torch.flatten "
+      "Tensor.squeeze Tensor.squeeze_ torch.squeeze Tensor.unsqueeze Tensor.unsqueeze_ torch.unsqueeze "
+      "Tensor.unflatten torch.unflatten torch.ravel Tensor.ravel", "input, *args, **kwargs", "reshape")
+def reshape(a):
+    if a.args and isinstance(a.args[0], torch.dtype):
+        raise Unsupported("Tensor.view(dtype) (bit reinterpretation)")
+    if shape(a.out) == shape(a.input):
+        return Alias(a.input)
+    return Emit("reshape", [a.input], {"shape": shape(a.out)})
+
+
+def _permute(x, perm):
+    perm = [dim(d, x.dim()) for d in perm]
+    if perm == list(range(x.dim())):
+        return Alias(x)
+    return Emit("permute", [x], {"dims": perm})
+
+
+@rule("Tensor.permute torch.permute", "input, *dims", "permute")
+def permute(a):
+    return _permute(a.input, seq_arg(a.dims))
+
+
+@rule("Tensor.transpose Tensor.transpose_ torch.transpose Tensor.swapaxes torch.swapaxes Tensor.swapdims torch.swapdims",
+      "input, dim0, dim1", "permute")
+def transpose(a):
+    n = a.input.dim()
+    perm = list(range(n))
+    d0, d1 = dim(a.dim0, n), dim(a.dim1, n)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return _permute(a.input, perm)
+
+
+@rule("Tensor.t Tensor.t_ torch.t Tensor.T.__get__", "input", "permute")
+def t(a):
+    return _permute(a.input, list(reversed(range(a.input.dim()))))
+
+
+@rule("Tensor.mT.__get__", "input", "permute")
+def mT(a):
+    n = a.input.dim()
+    return _permute(a.input, list(range(n - 2)) + [n - 1, n - 2])
+
+
+@rule("Tensor.expand Tensor.expand_as torch.broadcast_to Tensor.broadcast_to", "input, *args, **kwargs", "expand")
+def expand(a):
+    if shape(a.out) == shape(a.input):
+        return Alias(a.input)
+    return Emit("expand", [a.input], {"shape": shape(a.out)})
+
+
+@rule("Tensor.narrow torch.narrow", "input, dim, start, length", "slice")
+def narrow(a):
+    d = dim(a.dim, a.input.dim())
+    size = int(a.input.shape[d])
+    start = int(a.start) + size if int(a.start) < 0 else int(a.start)
+    if start == 0 and int(a.length) == size:
+        return Alias(a.input)
+    return Emit("slice", [a.input], {"dim": d, "start": start, "end": start + int(a.length), "step": 1})
+
+
+@rule("Tensor.select torch.select", "input, dim, index", "select")
+def select(a):
+    d = dim(a.dim, a.input.dim())
+    i = int(a.index)
+    return Emit("select", [a.input], {"dim": d, "index": i + int(a.input.shape[d]) if i < 0 else i})
+
+
+_GETITEM, _SETITEM = torch.Tensor.__getitem__, torch.Tensor.__setitem__
+
+
+def tensor_getitem(self, index):
+    """Installed as Tensor.__getitem__ while importing: torch 1.13 skips __torch_function__ for x[i]."""
+    return _GETITEM(self, index if isinstance(index, tuple) else (index,))
+
+
+def tensor_setitem(self, index, value):
+    return _SETITEM(self, index if isinstance(index, tuple) else (index,), value)
+
+
+tensor_setitem.__name__ = "__setitem__"  # so the tracer sees an in-place call
+NAMES[tensor_setitem] = "Tensor.__setitem__"
+
+
+@rule("Tensor.__getitem__", "input, index", "select slice reshape", objs=[("Tensor.__getitem__", tensor_getitem)])
+def getitem(a):
+    """Basic indexing (ints, slices, None, ...) -> a chain of select/slice/reshape nodes."""
+    x = a.input
+    idx = a.index if isinstance(a.index, tuple) else (a.index,)
+    for item in idx:
+        if isinstance(item, (torch.Tensor, list, bool)) or not (
+                item is None or item is Ellipsis or isinstance(item, slice) or hasattr(item, "__index__")):
+            raise Unsupported(f"advanced indexing with {type(item).__name__} (only ints, slices, None and ... are supported)")
+    consumed = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    steps, cur, d = [], x, 0
+    for item in idx:
+        if item is Ellipsis:
+            d += x.dim() - consumed
+        elif item is None:
+            nxt = a.meta(cur.unsqueeze, d)
+            steps.append(Emit("reshape", [cur], {"shape": shape(nxt)}, nxt))
+            cur, d = nxt, d + 1
+        elif isinstance(item, slice):
+            size = int(cur.shape[d])
+            start, stop, step = item.indices(size)
+            if (start, stop, step) != (0, size, 1):
+                nxt = a.meta(cur.__getitem__, (slice(None),) * d + (item,))
+                steps.append(Emit("slice", [cur], {"dim": d, "start": start, "end": max(stop, start), "step": step}, nxt))
+                cur = nxt
+            d += 1
+        else:
+            i = int(item.__index__())
+            size = int(cur.shape[d])
+            nxt = a.meta(cur.select, d, i)
+            steps.append(Emit("select", [cur], {"dim": d, "index": i + size if i < 0 else i}, nxt))
+            cur = nxt
+    if not steps:
+        return Alias(x)
+    return steps[:-1] + [steps[-1]._replace(out=None)]
+
+
+@rule("torch.cat torch.concat torch.concatenate", "tensors, dim=0, *, axis=None", "cat")
+def cat(a):
+    d = a.dim if a.axis is None else a.axis
+    ts = list(a.tensors)
+    return Emit("cat", ts, {"dim": dim(d, max(t.dim() for t in ts))})
+
+
+@rule("torch.stack", "tensors, dim=0", "stack")
+def stack(a):
+    ts = list(a.tensors)
+    return Emit("stack", ts, {"dim": dim(a.dim, ts[0].dim() + 1)})
+
+
+@rule("torch.split Tensor.split torch.tensor_split Tensor.tensor_split torch.chunk Tensor.chunk",
+      "input, *args, **kwargs", "slice")
+def split(a):
+    d = a.kwargs.get("dim", a.args[1] if len(a.args) > 1 else 0)
+    d = dim(d, a.input.dim())
+    plan, start = [], 0
+    for piece in a.out:
+        n = int(piece.shape[d])
+        plan.append(Emit("slice", [a.input], {"dim": d, "start": start, "end": start + n, "step": 1}, piece)
+                    if n != int(a.input.shape[d]) else Alias(a.input, piece))
+        start += n
+    return plan
+
+
+@rule("torch.unbind Tensor.unbind", "input, dim=0", "select")
+def unbind(a):
+    d = dim(a.dim, a.input.dim())
+    return [Emit("select", [a.input], {"dim": d, "index": i}, piece) for i, piece in enumerate(a.out)]
+
+
+@rule("torch.flip Tensor.flip", "input, *dims", "flip")
+def flip(a):
+    return Emit("flip", [a.input], {"dims": dims(seq_arg(a.dims), a.input.dim())})
+
+
+@rule("torch.fliplr Tensor.fliplr", "input", "flip")
+def fliplr(a):
+    return Emit("flip", [a.input], {"dims": [1]})
+
+
+@rule("torch.flipud Tensor.flipud", "input", "flip")
+def flipud(a):
+    return Emit("flip", [a.input], {"dims": [0]})
+
+
+@rule("torch.diag Tensor.diag", "input, diagonal=0", "diag")
+def diag(a):
+    return Emit("diag", [a.input], {"diagonal": a.diagonal})
+
+
+@rule("torch.tril Tensor.tril Tensor.tril_", "input, diagonal=0", "tril")
+def tril(a):
+    return Emit("tril", [a.input], {"diagonal": a.diagonal})
+
+
+@rule("torch.triu Tensor.triu Tensor.triu_", "input, diagonal=0", "triu")
+def triu(a):
+    return Emit("triu", [a.input], {"diagonal": a.diagonal})
+
+
+# ---------------------------------------------------------------- constants created inside forward
+
+def _full(value):
+    def norm(a):
+        v = value if value is not None else a.fill_value
+        if isinstance(v, torch.Tensor):
+            raise Unsupported("fill value given as a tensor")
+        return Emit("full", [], {"shape": shape(a.out), "value": finite(v, "value"), "dtype": a.out.dtype})
+    return norm
+
+
+rule("torch.zeros_like torch.empty_like torch.zeros torch.empty Tensor.new_zeros Tensor.new_empty",
+     "*args, **kwargs", "full")(_full(0))
+rule("torch.ones_like torch.ones Tensor.new_ones", "*args, **kwargs", "full")(_full(1))
+rule("torch.full_like torch.full", "input, fill_value, **kwargs", "full")(_full(None))
+rule("Tensor.new_full", "input, size, fill_value, **kwargs", "full")(_full(None))
+
+
+@rule("torch.tensor torch.as_tensor torch.scalar_tensor Tensor.new_tensor", "*args, **kwargs", "full")
+def tensor(a):
+    data = a.args[-1] if a.fname == "Tensor.new_tensor" else (a.args[0] if a.args else a.kwargs.get("data"))
+    if not is_num(data):
+        raise Unsupported("torch.tensor with non-scalar data inside forward")
+    return Emit("full", [], {"shape": [], "value": finite(data, "value"), "dtype": a.out.dtype})
+
+
+# the factories that must be forced onto the meta device (in every phase)
+FACTORIES = {resolve(n) for n in (
+    "torch.empty torch.zeros torch.ones torch.rand torch.randn torch.randint torch.full torch.tensor torch.arange "
+    "torch.linspace torch.logspace torch.eye torch.randperm torch.normal torch.as_tensor torch.scalar_tensor "
+    "torch.empty_strided torch.zeros_like torch.ones_like torch.empty_like torch.full_like torch.rand_like "
+    "torch.randn_like torch.randint_like").split()} - {None}
+
+
+_REVERSE = {}
+
+
+def callable_name(func):
+    """The dotted name of a callable: as registered in the table, else found in torch's namespaces."""
+    if func in NAMES:
+        return NAMES[func]
+    if not _REVERSE:
+        for prefix, ns in (("Tensor", torch.Tensor), ("F", F), ("torch", torch), ("torch.fft", torch.fft),
+                           ("torch.linalg", torch.linalg), ("torch.special", torch.special)):
+            names = dir(ns) if isinstance(ns, type) else list(vars(ns))  # vars(): no lazy submodule imports
+            for n in names:
+                obj = getattr(ns, n, None) if isinstance(ns, type) else vars(ns)[n]
+                if callable(obj):
+                    try:
+                        _REVERSE.setdefault(obj, f"{prefix}.{n}")
+                    except TypeError:  # unhashable
+                        pass
+    try:
+        hit = _REVERSE.get(func)
+    except TypeError:
+        hit = None
+    if hit:
+        return hit
+    owner = getattr(func, "__self__", None)
+    if getattr(func, "__name__", "") == "__get__" and owner is not None:
+        return f"Tensor.{getattr(owner, '__name__', '?')}"
+    mod = getattr(func, "__module__", None) or "torch"
+    return f"{mod}.{getattr(func, '__qualname__', getattr(func, '__name__', repr(func)))}"
+
+
+def display_name(name):
+    """'F.pad' -> 'torch.nn.functional.pad', 'Tensor.sort' -> 'torch.Tensor.sort'."""
+    if name.startswith("F."):
+        return "torch.nn.functional." + name[2:]
+    if name.startswith("Tensor."):
+        return "torch.Tensor." + name[7:]
+    return name

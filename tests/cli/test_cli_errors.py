@@ -1,0 +1,121 @@
+"""Error tests: what a user sees when the input is bad (message text and exit code)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+KFORGE = os.environ.get("KFORGE_BIN", os.path.join(os.path.dirname(__file__), "../../build/kforge"))
+SHARED = os.path.join(os.path.dirname(__file__), "../../../shared/kernelbench")
+
+
+def kforge(*args, cwd=None):
+    return subprocess.run([KFORGE, *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return str(p)
+
+
+def test_missing_file_is_named(tmp_path):
+    r = kforge("import", str(tmp_path / "nope.py"))
+    assert r.returncode == 2
+    assert "no such" in r.stderr and "nope.py" in r.stderr
+
+
+def test_unreadable_file(tmp_path):
+    p = write(tmp_path, "locked.py", "import torch\n")
+    os.chmod(p, 0)
+    if os.access(p, os.R_OK):  # root reads anything: make it unreadable another way
+        os.chmod(p, 0o644)
+        p = str(tmp_path)  # a directory in place of a file
+    r = kforge("import", p)
+    assert r.returncode == 2
+    assert "kforge import: error:" in r.stderr
+
+
+def test_missing_model_class(tmp_path):
+    p = write(tmp_path, "nomodel.py", """
+        import torch
+        def get_inputs():
+            return [torch.rand(2, 2)]
+        def get_init_inputs():
+            return []
+    """)
+    r = kforge("import", p)
+    assert r.returncode == 2
+    assert "Model" in r.stderr and "nomodel.py" in r.stderr
+
+
+def test_unsupported_op_names_construct_and_line(tmp_path):
+    p = write(tmp_path, "sorty.py", """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, x):
+                y = torch.relu(x)
+                return torch.sort(y, dim=1)[0]
+        def get_inputs():
+            return [torch.rand(4, 8)]
+        def get_init_inputs():
+            return []
+    """)
+    r = kforge("import", p)
+    assert r.returncode == 2
+    assert "sort" in r.stderr
+    assert "sorty.py:7" in r.stderr
+
+
+def test_malformed_graph_json(tmp_path):
+    p = write(tmp_path, "g.json", '{"format": "kforge.graph/1", "nodes": [')
+    r = kforge("build", p, "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert "not valid JSON" in r.stderr
+
+
+def test_graph_with_unknown_op(tmp_path):
+    g = {"format": "kforge.graph/1", "name": "g", "inputs": [{"id": "x", "shape": [2], "dtype": "float32"}],
+         "params": [], "nodes": [{"id": "y", "op": "frobnicate", "inputs": ["x"], "shape": [2], "dtype": "float32"}],
+         "outputs": ["y"]}
+    p = tmp_path / "g.json"
+    p.write_text(json.dumps(g))
+    r = kforge("plan", str(p))
+    assert r.returncode == 2
+    assert "unknown op 'frobnicate'" in r.stderr
+
+
+def test_not_a_problem_or_graph(tmp_path):
+    p = write(tmp_path, "notes.txt", "hello")
+    r = kforge("build", p)
+    assert r.returncode == 2
+    assert "neither a problem (.py) nor a graph (.json)" in r.stderr
+
+
+def test_out_dir_with_foreign_files_is_not_overwritten(tmp_path):
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "thesis.txt").write_text("mine")
+    r = kforge("optimize", os.path.join(SHARED, "level1/19_ReLU.py"), "--out", str(out), "--device", "cpu")
+    assert r.returncode == 2
+    assert "did not write" in r.stderr and "--force" in r.stderr
+    assert (out / "thesis.txt").read_text() == "mine"
+    assert not (out / "model_new.py").exists()
+
+
+def test_bad_flag_values(tmp_path):
+    r = kforge("optimize", "x.py", "--device", "tpu")
+    assert r.returncode == 2
+    assert "device" in r.stderr
+    r = kforge("optimize", "x.py", "--protocol", "fast")
+    assert r.returncode == 2
+
+
+def test_help_everywhere():
+    for cmd in ([], ["import"], ["plan"], ["build"], ["optimize"], ["ops"]):
+        r = kforge(*cmd, "--help")
+        assert r.returncode == 0, cmd
+        assert "Usage" in r.stdout or "USAGE" in r.stdout.upper()
