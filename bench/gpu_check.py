@@ -111,7 +111,8 @@ def main():
             s["geomean_speedup_vs_compile"] = math.exp(sum(math.log(r["t_compile"] / r["t_candidate"]) for r in prof if r.get("t_compile")) / len(prof))
         summary[lv] = s
     import torch
-    doc = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "protocol": args.protocol,
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    doc = {"device": device, "torch": torch.__version__, "protocol": args.protocol,
            "date": datetime.date.today().isoformat(), "commit": os.environ.get("KFORGE_COMMIT", "unknown"),
            "summary": summary,
            "problems": [dict(level=lv, problem=st, **records[(lv, st)]) for lv, st, _ in problems]}

@@ -42,16 +42,26 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
-inline Status not_found(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
-inline Status unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
-inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
-inline Status external_error(std::string m) { return {ErrorCode::kExternal, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {ErrorCode::kInvalidArgument, std::move(m)};
+}
+inline Status not_found(std::string m) {
+  return {ErrorCode::kNotFound, std::move(m)};
+}
+inline Status unsupported(std::string m) {
+  return {ErrorCode::kUnsupported, std::move(m)};
+}
+inline Status internal_error(std::string m) {
+  return {ErrorCode::kInternal, std::move(m)};
+}
+inline Status external_error(std::string m) {
+  return {ErrorCode::kExternal, std::move(m)};
+}
 
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     KF_CHECK(!status_.is_ok()) << "StatusOr built from an ok Status without a value";
   }
@@ -86,10 +96,10 @@ class [[nodiscard]] StatusOr {
 #define KF_CONCAT(a, b) KF_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` failed.
-#define KF_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    ::kforge::Status kf_status_ = (expr);         \
-    if (!kf_status_.is_ok()) return kf_status_;   \
+#define KF_RETURN_IF_ERROR(expr)                \
+  do {                                          \
+    ::kforge::Status kf_status_ = (expr);       \
+    if (!kf_status_.is_ok()) return kf_status_; \
   } while (false)
 
 // `KF_ASSIGN_OR_RETURN(auto x, f());` binds x to the value or returns the error.

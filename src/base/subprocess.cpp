@@ -78,8 +78,8 @@ StatusOr<ProcessResult> run_process(const std::vector<std::string>& argv, const 
   ::close(in_pipe[1]);
 
   ProcessResult result;
-  auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(options.timeout_seconds));
+  auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_seconds));
   char buf[65536];
   bool open = true;
   while (open) {

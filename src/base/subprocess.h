@@ -19,10 +19,10 @@ struct ProcessResult {
 };
 
 struct ProcessOptions {
-  std::filesystem::path working_dir;      // empty: inherit
+  std::filesystem::path working_dir;  // empty: inherit
   double timeout_seconds = 600.0;
-  std::vector<std::string> extra_env;     // "NAME=value" entries added to the environment
-  std::string stdin_data;                 // written to the child's stdin, then closed
+  std::vector<std::string> extra_env;  // "NAME=value" entries added to the environment
+  std::string stdin_data;              // written to the child's stdin, then closed
 };
 
 // Starts argv[0] (searched on PATH) and waits. A child that cannot start is reported in the result

@@ -30,7 +30,9 @@ int report_error(const Status& s, const char* command) {
   }
 }
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 Status write_or_print(const std::string& out, const std::string& text) {
   if (out.empty() || out == "-") {
@@ -59,7 +61,9 @@ int run_import(const ImportArgs& a) {
   if (!g.is_ok()) return report_error(g.status(), "import");
   auto s = write_or_print(a.out, ir::graph_to_json(g.value()).dump(1) + "\n");
   if (!s.is_ok()) return report_error(s, "import");
-  if (!a.out.empty()) std::fprintf(stderr, "wrote %s: %zu nodes, %zu inputs, %zu params\n", a.out.c_str(), g->nodes().size(), g->inputs().size(), g->params().size());
+  if (!a.out.empty())
+    std::fprintf(stderr, "wrote %s: %zu nodes, %zu inputs, %zu params\n", a.out.c_str(), g->nodes().size(),
+                 g->inputs().size(), g->params().size());
   return kExitOk;
 }
 
@@ -101,7 +105,8 @@ StatusOr<Turn> import_plan_build(const std::string& input, const std::string& sc
   t.stages["plan"] = since(t1);
   KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, force));
   KF_RETURN_IF_ERROR(write_file(out_dir / "graph.json", ir::graph_to_json(t.graph).dump(1) + "\n"));
-  KF_RETURN_IF_ERROR(write_file(out_dir / "schedule.json", schedule::schedule_to_json(t.graph, t.sched).dump(1) + "\n"));
+  KF_RETURN_IF_ERROR(
+      write_file(out_dir / "schedule.json", schedule::schedule_to_json(t.graph, t.sched).dump(1) + "\n"));
   auto t2 = Clock::now();
   KF_ASSIGN_OR_RETURN(t.built, build_into(t.graph, t.sched, reference_source_of(t.graph), out_dir, jobs));
   t.stages["codegen_and_build"] = since(t2);
@@ -147,12 +152,16 @@ int run_optimize(const OptimizeArgs& a) {
     return report_error(invalid_argument("--device must be auto, cpu or cuda, not '" + a.device + "'"), "optimize");
   }
   if (a.device == "cuda") {
-    return report_error(unsupported("--device cuda: GPU evaluation (verify and profile on the GPU) is not part of this build yet; "
-                                    "use --device cpu for predicted timings"), "optimize");
+    return report_error(
+        unsupported("--device cuda: GPU evaluation (verify and profile on the GPU) is not part of this build yet; "
+                    "use --device cpu for predicted timings"),
+        "optimize");
   }
   std::string device = "cpu";
   if (a.device == "auto" && gpu_present()) {
-    std::fprintf(stderr, "kforge optimize: a GPU is present, but GPU evaluation is not part of this build yet; timings are predicted\n");
+    std::fprintf(
+        stderr,
+        "kforge optimize: a GPU is present, but GPU evaluation is not part of this build yet; timings are predicted\n");
   }
   fs::path out = a.out_dir.empty() ? fs::path("out") / fs::path(a.problem).stem() : fs::path(a.out_dir);
   auto t = import_plan_build(a.problem, "", protocol.value(), out, a.force, a.common.jobs);
@@ -171,7 +180,8 @@ int run_ops(bool json) {
       for (const auto& in : op.inputs) ins.push_back(in.name + (in.optional ? "?" : in.variadic ? "*" : ""));
       o["inputs"] = ins;
       OrderedJson attrs = OrderedJson::object();
-      for (const auto& at : op.attrs) attrs[at.name] = std::string(ir::attr_type_name(at.type)) + (at.nullable ? "?" : "");
+      for (const auto& at : op.attrs)
+        attrs[at.name] = std::string(ir::attr_type_name(at.type)) + (at.nullable ? "?" : "");
       o["attrs"] = attrs;
       j.push_back(o);
     }
@@ -181,7 +191,8 @@ int run_ops(bool json) {
   Table t({"op", "family", "inputs", "attrs"});
   for (const auto& op : ir::all_ops()) {
     std::string ins;
-    for (const auto& in : op.inputs) ins += (ins.empty() ? "" : ", ") + in.name + (in.optional ? "?" : in.variadic ? "*" : "");
+    for (const auto& in : op.inputs)
+      ins += (ins.empty() ? "" : ", ") + in.name + (in.optional ? "?" : in.variadic ? "*" : "");
     std::string attrs;
     for (const auto& at : op.attrs) attrs += (attrs.empty() ? "" : ", ") + at.name;
     t.add_row({op.name, std::string(ir::family_name(op.family)), ins, attrs});

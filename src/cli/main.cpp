@@ -5,13 +5,15 @@
 
 int main(int argc, char** argv) {
   using namespace kforge::cli;
-  CLI::App app{"kforge: PyTorch models (KernelBench format) to verified, fast CUDA kernels.\n"
-               "Without a GPU, timings come from the cost model and are marked predicted."};
+  CLI::App app{
+      "kforge: PyTorch models (KernelBench format) to verified, fast CUDA kernels.\n"
+      "Without a GPU, timings come from the cost model and are marked predicted."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kforge 0.1.0");
 
   auto add_common = [](CLI::App* cmd, CommonOptions& c) {
-    cmd->add_option("--protocol", c.protocol, "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
+    cmd->add_option("--protocol", c.protocol,
+                    "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
         ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
     cmd->add_option("-j,--jobs", c.jobs, "parallel nvcc jobs (default: all cores)")->check(CLI::NonNegativeNumber);
     cmd->add_flag("--json", c.json, "print the report as JSON instead of a table");

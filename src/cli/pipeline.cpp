@@ -44,10 +44,13 @@ StatusOr<ir::Graph> load_graph_or_problem(const std::string& path, const std::st
 Status prepare_out_dir(const fs::path& dir, bool force) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) return invalid_argument(dir.string() + " exists and is not a directory; pick another --out");
+    if (!fs::is_directory(dir, ec))
+      return invalid_argument(dir.string() + " exists and is not a directory; pick another --out");
     bool empty = fs::directory_iterator(dir, ec) == fs::directory_iterator();
     if (!empty && !fs::exists(dir / kOutMarker, ec) && !force) {
-      return invalid_argument(dir.string() + " already holds files that kforge did not write; pick another --out, or pass --force to write into it");
+      return invalid_argument(
+          dir.string() +
+          " already holds files that kforge did not write; pick another --out, or pass --force to write into it");
     }
   }
   fs::create_directories(dir, ec);
@@ -65,7 +68,8 @@ StatusOr<BuiltProgram> build_into(const ir::Graph& g, const schedule::Schedule& 
   KF_RETURN_IF_ERROR(write_file(out_dir / "model_new.py", b.program.model_new_py));
   KF_RETURN_IF_ERROR(write_file(out_dir / "program.json", b.program.manifest.dump(2) + "\n"));
   KF_ASSIGN_OR_RETURN(sandbox::Toolchain tc, sandbox::find_toolchain());
-  KF_ASSIGN_OR_RETURN(b.build, sandbox::build_program(b.program, tc, {.out_dir = out_dir, .library_name = po.library_file, .jobs = jobs}));
+  KF_ASSIGN_OR_RETURN(b.build, sandbox::build_program(
+                                   b.program, tc, {.out_dir = out_dir, .library_name = po.library_file, .jobs = jobs}));
   b.cost = costmodel::program_cost(g, s);
   return b;
 }
@@ -89,8 +93,11 @@ OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const B
   res.message = b.build.message;
   r["result"] = sandbox::result_to_json(res);
   r["predicted_floor_seconds"] = b.cost.floor_seconds;
-  r["build"] = {{"ok", b.build.ok}, {"outcome", b.build.outcome}, {"seconds", b.build.seconds},
-                {"files", b.build.compiles.size()}, {"cache_hits", b.build.cache_hits},
+  r["build"] = {{"ok", b.build.ok},
+                {"outcome", b.build.outcome},
+                {"seconds", b.build.seconds},
+                {"files", b.build.compiles.size()},
+                {"cache_hits", b.build.cache_hits},
                 {"library", b.build.library.filename().string()}};
   r["kernels"] = OrderedJson::array();
   for (size_t i = 0; i < s.kernels.size(); ++i) {
@@ -110,8 +117,11 @@ OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const B
       if (c.file != k.name + ".cu") continue;
       OrderedJson res_list = OrderedJson::array();
       for (const auto& ru : c.resources) {
-        res_list.push_back({{"function", ru.kernel}, {"registers", ru.registers}, {"spill_stores", ru.spill_stores},
-                            {"spill_loads", ru.spill_loads}, {"shared_bytes", ru.shared_bytes}});
+        res_list.push_back({{"function", ru.kernel},
+                            {"registers", ru.registers},
+                            {"spill_stores", ru.spill_stores},
+                            {"spill_loads", ru.spill_loads},
+                            {"shared_bytes", ru.shared_bytes}});
       }
       jk["resources"] = res_list;
     }
@@ -124,7 +134,8 @@ OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const B
 std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const BuiltProgram& b, const Protocol& p,
                          const std::string& device, const std::string& command) {
   std::ostringstream os;
-  os << "kforge " << command << " " << g.name << "  (protocol " << p.name << ", " << g.mode << " mode, device " << device << ")\n";
+  os << "kforge " << command << " " << g.name << "  (protocol " << p.name << ", " << g.mode << " mode, device "
+     << device << ")\n";
   if (device == "cpu") {
     os << "No GPU evaluation: times below are PREDICTED by the roofline cost model (H200 ceilings), "
           "and correctness is NOT verified.\n";
@@ -152,7 +163,8 @@ std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const 
                b.cost.kernels[i].bound, regs, spills});
   }
   t.add_rule();
-  t.add_row({"total", "", "", "", format_seconds(b.cost.seconds), "floor " + format_seconds(b.cost.floor_seconds), "", ""});
+  t.add_row(
+      {"total", "", "", "", format_seconds(b.cost.seconds), "floor " + format_seconds(b.cost.floor_seconds), "", ""});
   os << t.render() << "\n";
   int cached = b.build.cache_hits;
   os << "build: " << b.build.outcome << " (" << b.build.compiles.size() << " files, " << cached << " from cache) in "

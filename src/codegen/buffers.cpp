@@ -7,15 +7,19 @@ namespace kforge::codegen {
 
 namespace {
 
-size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+size_t align_up(size_t n, size_t a) {
+  return (n + a - 1) / a * a;
+}
 
 }  // namespace
 
 BufferPlan plan_buffers(const ir::Graph& g, const schedule::Schedule& s) {
   BufferPlan plan;
   plan.slots.resize(g.values().size());
-  for (size_t i = 0; i < g.inputs().size(); ++i) plan.slots[static_cast<size_t>(g.inputs()[i].value)] = {Storage::kInput, static_cast<int>(i), 0};
-  for (size_t i = 0; i < g.params().size(); ++i) plan.slots[static_cast<size_t>(g.params()[i].value)] = {Storage::kParam, static_cast<int>(i), 0};
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    plan.slots[static_cast<size_t>(g.inputs()[i].value)] = {Storage::kInput, static_cast<int>(i), 0};
+  for (size_t i = 0; i < g.params().size(); ++i)
+    plan.slots[static_cast<size_t>(g.params()[i].value)] = {Storage::kParam, static_cast<int>(i), 0};
   std::vector<bool> is_output(g.values().size(), false);
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     auto v = static_cast<size_t>(g.outputs()[i]);

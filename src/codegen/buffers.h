@@ -14,14 +14,14 @@ enum class Storage { kInput, kParam, kOutput, kScratch, kAlias };
 
 struct BufferSlot {
   Storage storage = Storage::kScratch;
-  int index = 0;            // input/param/output position, or the aliased value
-  size_t offset = 0;        // scratch offset in bytes (kScratch)
+  int index = 0;      // input/param/output position, or the aliased value
+  size_t offset = 0;  // scratch offset in bytes (kScratch)
 };
 
 struct BufferPlan {
-  std::vector<BufferSlot> slots;   // one per graph value, indexed like Graph::values()
-  size_t scratch_bytes = 0;        // intermediates
-  size_t workspace_offset = 0;     // library workspace starts here in the scratch buffer
+  std::vector<BufferSlot> slots;  // one per graph value, indexed like Graph::values()
+  size_t scratch_bytes = 0;       // intermediates
+  size_t workspace_offset = 0;    // library workspace starts here in the scratch buffer
   size_t workspace_bytes = 0;
   size_t total_bytes() const { return workspace_offset + workspace_bytes; }
 };

@@ -6,15 +6,21 @@
 
 namespace kforge::codegen {
 
-std::string ctype(ir::DType t) { return std::string(ir::dtype_c_type(t)); }
+std::string ctype(ir::DType t) {
+  return std::string(ir::dtype_c_type(t));
+}
 
 std::string EmitContext::ptr(ir::ValueIndex v, bool writable) const {
   std::string t = ctype(graph.type(v).dtype);
   return std::string("((") + (writable ? "" : "const ") + t + "*)bufs[" + std::to_string(v) + "])";
 }
 
-std::string EmitContext::in_ptr(size_t i) const { return ptr(node().inputs.at(i), false); }
-std::string EmitContext::out_ptr() const { return ptr(node().output, true); }
+std::string EmitContext::in_ptr(size_t i) const {
+  return ptr(node().inputs.at(i), false);
+}
+std::string EmitContext::out_ptr() const {
+  return ptr(node().output, true);
+}
 
 std::string EmitContext::signature() const {
   return "extern \"C\" int " + kernel.name + "(KfContext* ctx, void* const* bufs)";
@@ -52,8 +58,9 @@ KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
   switch (ir::op_info(ctx.node().op).family) {
-#define KF_FAMILY(name) \
-  case ir::OpFamily::k##name: return emit_##name(ctx);
+#define KF_FAMILY(name)       \
+  case ir::OpFamily::k##name: \
+    return emit_##name(ctx);
 #include "ir/op_families.def"
 #undef KF_FAMILY
   }

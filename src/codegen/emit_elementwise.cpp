@@ -118,14 +118,13 @@ KernelSource elementwise_kernel(const EmitContext& ctx, const std::string& T, co
   }
   os << params.str() << (params.tellp() > 0 ? ", " : "") << out_t << "* __restrict__ out) {\n"
      << "  KF_GRID_STRIDE(i, " << n << "LL) {\n"
-     << body
-     << "    out[i] = (" << out_t << ")y;\n"
+     << body << "    out[i] = (" << out_t << ")y;\n"
      << "  }\n"
      << "}\n"
      << "}  // namespace\n\n"
      << ctx.signature() << " {\n"
-     << "  " << ctx.kernel.name << "_kernel<<<kf_grid(" << n << "LL, " << block << "), " << block << ", 0, ctx->stream>>>("
-     << args.str() << ctx.out_ptr() << ");\n"
+     << "  " << ctx.kernel.name << "_kernel<<<kf_grid(" << n << "LL, " << block << "), " << block
+     << ", 0, ctx->stream>>>(" << args.str() << ctx.out_ptr() << ");\n"
      << "  KF_LAUNCHED();\n"
      << "  return 0;\n"
      << "}\n";
@@ -138,7 +137,10 @@ KernelSource elementwise_kernel(const EmitContext& ctx, const std::string& T, co
 }
 
 std::string load(const EmitContext& ctx, size_t k, const std::string& T) {
-  return "T(" + std::string(ctx.in_type(k).dtype == ir::DType::kFloat16 || ctx.in_type(k).dtype == ir::DType::kBFloat16 ? "(float)" : "") +
+  return "T(" +
+         std::string(ctx.in_type(k).dtype == ir::DType::kFloat16 || ctx.in_type(k).dtype == ir::DType::kBFloat16
+                         ? "(float)"
+                         : "") +
          "in" + std::to_string(k) + "[" + broadcast_offset(ctx.in_type(k).shape, ctx.out_type().shape, "i") + "])";
 }
 
@@ -162,7 +164,9 @@ StatusOr<KernelSource> emit_Unary(const EmitContext& ctx) {
     return elementwise_kernel(ctx, T, "    const T x = " + load(ctx, 0, T) + ";\n    const T y = " + expr + ";\n");
   }
   if (node.op == ir::OpId::kDropout) {
-    return unsupported("dropout in training mode with p > 0 is random; kforge cannot match torch's random mask (use eval mode, the cuda-agent protocol)");
+    return unsupported(
+        "dropout in training mode with p > 0 is random; kforge cannot match torch's random mask (use eval mode, the "
+        "cuda-agent protocol)");
   }
   return unsupported("no elementwise rule for " + ir::describe(ctx.graph, node) + " with these attrs");
 }
@@ -176,7 +180,8 @@ StatusOr<KernelSource> emit_Binary(const EmitContext& ctx) {
     std::string a = load(ctx, 0, T);
     std::string b = ctx.has_input(1) ? load(ctx, 1, T) : scalar_operand(node, T, ctx.out_type().dtype);
     if (!ctx.has_input(1) && node.attrs.b("reverse")) std::swap(a, b);
-    return elementwise_kernel(ctx, T, "    const T a = " + a + ";\n    const T b = " + b + ";\n    const T y = " + rule.expr + ";\n");
+    return elementwise_kernel(
+        ctx, T, "    const T a = " + a + ";\n    const T b = " + b + ";\n    const T y = " + rule.expr + ";\n");
   }
   return unsupported("no binary rule for " + ir::describe(ctx.graph, node));
 }
@@ -195,15 +200,18 @@ StatusOr<KernelSource> emit_Compare(const EmitContext& ctx) {
     std::string a = load(ctx, 0, T);
     std::string b = ctx.has_input(1) ? load(ctx, 1, T) : scalar_operand(node, T, operands);
     if (!ctx.has_input(1) && node.attrs.b("reverse")) std::swap(a, b);
-    return elementwise_kernel(ctx, T, "    const T a = " + a + ";\n    const T b = " + b + ";\n    const bool y = " + rule.expr + ";\n");
+    return elementwise_kernel(
+        ctx, T, "    const T a = " + a + ";\n    const T b = " + b + ";\n    const bool y = " + rule.expr + ";\n");
   }
   return unsupported("no comparison rule for " + ir::describe(ctx.graph, node));
 }
 
 StatusOr<KernelSource> emit_Where(const EmitContext& ctx) {
   std::string T = compute_type(ctx.out_type().dtype);
-  return elementwise_kernel(ctx, T, "    const bool c = in0[" + broadcast_offset(ctx.in_type(0).shape, ctx.out_type().shape, "i") +
-                                        "] != 0;\n    const T y = c ? " + load(ctx, 1, T) + " : " + load(ctx, 2, T) + ";\n");
+  return elementwise_kernel(ctx, T,
+                            "    const bool c = in0[" +
+                                broadcast_offset(ctx.in_type(0).shape, ctx.out_type().shape, "i") +
+                                "] != 0;\n    const T y = c ? " + load(ctx, 1, T) + " : " + load(ctx, 2, T) + ";\n");
 }
 
 StatusOr<KernelSource> emit_Cast(const EmitContext& ctx) {
@@ -216,7 +224,10 @@ StatusOr<KernelSource> emit_Cast(const EmitContext& ctx) {
 StatusOr<KernelSource> emit_Full(const EmitContext& ctx) {
   std::string T = compute_type(ctx.out_type().dtype);
   double v = ctx.node().attrs.f("value");
-  std::string lit = T == "double" ? double_literal(v) : (ir::is_floating(ctx.out_type().dtype) ? float_literal(v) : std::to_string(static_cast<int64_t>(v)) + "LL");
+  std::string lit =
+      T == "double"
+          ? double_literal(v)
+          : (ir::is_floating(ctx.out_type().dtype) ? float_literal(v) : std::to_string(static_cast<int64_t>(v)) + "LL");
   return elementwise_kernel(ctx, T, "    const T y = T(" + lit + ");\n");
 }
 

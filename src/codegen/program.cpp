@@ -23,7 +23,9 @@ std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const 
      << "extern \"C\" size_t kforge_scratch_bytes(void) { return kScratchBytes; }\n\n"
      << "extern \"C\" int kforge_forward(void* const* inputs, void* const* params, void* const* outputs,\n"
      << "                                void* scratch, size_t scratch_bytes, void* stream) {\n"
-     << (plan.total_bytes() > 0 ? "  if (scratch_bytes < kScratchBytes) return kf_fail(2, \"scratch buffer of %zu bytes is smaller than the %zu the program needs\", scratch_bytes, kScratchBytes);\n" : "  (void)scratch_bytes;\n")
+     << (plan.total_bytes() > 0 ? "  if (scratch_bytes < kScratchBytes) return kf_fail(2, \"scratch buffer of %zu "
+                                  "bytes is smaller than the %zu the program needs\", scratch_bytes, kScratchBytes);\n"
+                                : "  (void)scratch_bytes;\n")
      << "  char* base = static_cast<char*>(scratch);\n"
      << "  void* bufs[" << std::max<size_t>(g.values().size(), 1) << "];\n";
   for (size_t v = 0; v < g.values().size(); ++v) {
@@ -41,7 +43,8 @@ std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const 
   }
   os << "  int device = 0;\n"
      << "  KF_CUDA(cudaGetDevice(&device));\n"
-     << "  KfContext ctx{static_cast<cudaStream_t>(stream), base + kWorkspaceOffset, kScratchBytes - kWorkspaceOffset, device};\n"
+     << "  KfContext ctx{static_cast<cudaStream_t>(stream), base + kWorkspaceOffset, kScratchBytes - kWorkspaceOffset, "
+        "device};\n"
      << "  int rc = 0;\n";
   for (const auto& k : kernels) os << "  if ((rc = " << k.name << "(&ctx, bufs)) != 0) return rc;\n";
   os << "  return 0;\n}\n";
@@ -69,7 +72,8 @@ StatusOr<Program> emit_program(const ir::Graph& g, const schedule::Schedule& s, 
   KF_RETURN_IF_ERROR(schedule::check_schedule(g, s));
   for (auto out : g.outputs()) {
     if (g.value(out).kind != ir::ValueKind::kNode) {
-      return unsupported("forward returns its input or a parameter '" + g.value(out).id + "' unchanged; kforge needs every output to be computed");
+      return unsupported("forward returns its input or a parameter '" + g.value(out).id +
+                         "' unchanged; kforge needs every output to be computed");
     }
   }
   std::set<ir::ValueIndex> seen;

@@ -20,18 +20,18 @@ namespace kforge::codegen {
 constexpr int kAbiVersion = 1;
 
 struct Program {
-  std::string name;                     // graph name, a file-name-safe string
-  std::vector<KernelSource> kernels;    // one per non-alias scheduled kernel
-  KernelSource entry;                   // entry.cu: kforge_forward and friends
-  std::vector<std::string> libraries;   // union of the kernels' link needs
+  std::string name;                    // graph name, a file-name-safe string
+  std::vector<KernelSource> kernels;   // one per non-alias scheduled kernel
+  KernelSource entry;                  // entry.cu: kforge_forward and friends
+  std::vector<std::string> libraries;  // union of the kernels' link needs
   BufferPlan buffers;
-  std::string model_new_py;             // KernelBench-compatible ModelNew
-  OrderedJson manifest;                 // interface: inputs, params, outputs, scratch, kernels
+  std::string model_new_py;  // KernelBench-compatible ModelNew
+  OrderedJson manifest;      // interface: inputs, params, outputs, scratch, kernels
 };
 
 struct ProgramOptions {
-  std::string library_file = "";        // file name model_new.py loads, next to itself
-  std::string reference_source;         // the problem file's text (Model, get_inputs, ...)
+  std::string library_file = "";  // file name model_new.py loads, next to itself
+  std::string reference_source;   // the problem file's text (Model, get_inputs, ...)
 };
 
 StatusOr<Program> emit_program(const ir::Graph& g, const schedule::Schedule& s, const ProgramOptions& options);

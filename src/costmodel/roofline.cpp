@@ -67,15 +67,15 @@ double node_flops(const ir::Graph& g, const ir::Node& n) {
       double window = prod(n.attrs.ints("kernel_size"));
       return prod(out.shape) * window;
     }
-    case ir::OpFamily::kReshape:
-      return 0;
+    case ir::OpFamily::kReshape: return 0;
     default:
       // Elementwise, reductions, norms, scans, losses: a handful of operations per input element.
       return 4.0 * std::max(prod(in0.shape), prod(out.shape));
   }
 }
 
-KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k, const DeviceCeilings& d) {
+KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k,
+                       const DeviceCeilings& d) {
   KernelCost c;
   c.kernel = k.name;
   if (k.impl == schedule::Impl::kAlias) {

@@ -22,9 +22,9 @@ struct DeviceCeilings {
 struct KernelCost {
   std::string kernel;
   double flops = 0;
-  double bytes = 0;         // compulsory traffic: every input read once, the output written once
-  double seconds = 0;       // max(compute, memory) + launch
-  std::string bound;        // "compute", "memory" or "launch"
+  double bytes = 0;    // compulsory traffic: every input read once, the output written once
+  double seconds = 0;  // max(compute, memory) + launch
+  std::string bound;   // "compute", "memory" or "launch"
 };
 
 struct ProgramCost {

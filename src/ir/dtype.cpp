@@ -36,9 +36,15 @@ const DTypeInfo& info(DType t) {
 
 }  // namespace
 
-std::string_view dtype_name(DType t) { return info(t).name; }
-std::string_view dtype_c_type(DType t) { return info(t).c_type; }
-size_t dtype_size(DType t) { return info(t).size; }
+std::string_view dtype_name(DType t) {
+  return info(t).name;
+}
+std::string_view dtype_c_type(DType t) {
+  return info(t).c_type;
+}
+size_t dtype_size(DType t) {
+  return info(t).size;
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const auto& i : kInfos) {
@@ -47,8 +53,12 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_floating(DType t) { return info(t).rank >= 5; }
-bool is_integral(DType t) { return !is_floating(t); }
+bool is_floating(DType t) {
+  return info(t).rank >= 5;
+}
+bool is_integral(DType t) {
+  return !is_floating(t);
+}
 
 DType promote(DType a, DType b) {
   if (a == b) return a;

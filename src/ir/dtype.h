@@ -10,7 +10,7 @@ namespace kforge::ir {
 
 enum class DType { kFloat32, kFloat16, kBFloat16, kFloat64, kInt64, kInt32, kInt8, kUInt8, kBool };
 
-std::string_view dtype_name(DType t);                   // "float32"
+std::string_view dtype_name(DType t);                    // "float32"
 std::optional<DType> dtype_from_name(std::string_view);  // inverse of dtype_name
 std::string_view dtype_c_type(DType t);                  // "float", "int64_t", "bool", "__half", ...
 size_t dtype_size(DType t);

@@ -89,17 +89,18 @@ Status validate(const Graph& g) {
     for (auto in : node.inputs) {
       if (in == kNoValue) continue;
       if (in >= node.output) {
-        return invalid_argument("node " + describe(g, node) + " uses a value defined after it (nodes must be in topological order)");
+        return invalid_argument("node " + describe(g, node) +
+                                " uses a value defined after it (nodes must be in topological order)");
       }
     }
     auto inferred = infer_type(g, node);
     if (!inferred.is_ok()) return inferred.status().with_context("node " + describe(g, node));
     const TensorType& recorded = g.type(node.output);
     if (!(inferred.value() == recorded)) {
-      return invalid_argument("node " + describe(g, node) + ": torch recorded " + std::string(dtype_name(recorded.dtype)) +
-                              shape_str(recorded.shape) + " but kforge infers " +
-                              std::string(dtype_name(inferred->dtype)) + shape_str(inferred->shape) +
-                              " (a bug in kforge's shape rule for '" + op_info(node.op).name + "')");
+      return invalid_argument(
+          "node " + describe(g, node) + ": torch recorded " + std::string(dtype_name(recorded.dtype)) +
+          shape_str(recorded.shape) + " but kforge infers " + std::string(dtype_name(inferred->dtype)) +
+          shape_str(inferred->shape) + " (a bug in kforge's shape rule for '" + op_info(node.op).name + "')");
     }
   }
   if (g.outputs().empty()) return invalid_argument("the graph has no outputs (forward must return a tensor)");

@@ -20,7 +20,8 @@ StatusOr<TensorType> parse_type(const Json& j, const std::string& where) {
   if (!j.contains("dtype") || !j["dtype"].is_string()) return field_error(where, "needs \"dtype\", a string");
   TensorType t;
   for (const auto& d : j["shape"]) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) return field_error(where, "shape entries must be non-negative ints");
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      return field_error(where, "shape entries must be non-negative ints");
     t.shape.push_back(d.get<int64_t>());
   }
   auto dt = dtype_from_name(j["dtype"].get<std::string>());
@@ -75,7 +76,8 @@ StatusOr<AttrValue> parse_attr(const Json& v, const AttrSpec& spec, const std::s
       if (!v.is_string()) return invalid_argument(here + " must be a string");
       return AttrValue{v.get<std::string>()};
     case AttrType::kDType:
-      if (!v.is_string() || !dtype_from_name(v.get<std::string>())) return invalid_argument(here + " must be a dtype name such as \"float32\"");
+      if (!v.is_string() || !dtype_from_name(v.get<std::string>()))
+        return invalid_argument(here + " must be a dtype name such as \"float32\"");
       return AttrValue{v.get<std::string>()};
     case AttrType::kInts: {
       if (!v.is_array()) return invalid_argument(here + " must be a list of ints");
@@ -125,18 +127,21 @@ Status parse_node(Graph& g, const Json& jn, size_t index) {
   Json ins = jn.value("inputs", Json::array());
   if (!ins.is_array()) return field_error(op_where, "\"inputs\" must be a list of value ids");
   if (ins.size() < info.min_inputs() || (!info.variadic() && ins.size() > info.inputs.size())) {
-    return field_error(op_where, "takes " + std::to_string(info.inputs.size()) + " inputs, got " + std::to_string(ins.size()));
+    return field_error(op_where,
+                       "takes " + std::to_string(info.inputs.size()) + " inputs, got " + std::to_string(ins.size()));
   }
   for (size_t i = 0; i < ins.size(); ++i) {
     size_t spec_i = std::min(i, info.inputs.size() - 1);
     if (ins[i].is_null()) {
-      if (!info.inputs[spec_i].optional) return field_error(op_where, "input '" + info.inputs[spec_i].name + "' is required");
+      if (!info.inputs[spec_i].optional)
+        return field_error(op_where, "input '" + info.inputs[spec_i].name + "' is required");
       node.inputs.push_back(kNoValue);
       continue;
     }
     if (!ins[i].is_string()) return field_error(op_where, "inputs must be value ids (strings) or null");
     ValueIndex v = g.find(ins[i].get<std::string>());
-    if (v == kNoValue) return field_error(op_where, "uses '" + ins[i].get<std::string>() + "', which is not defined before it");
+    if (v == kNoValue)
+      return field_error(op_where, "uses '" + ins[i].get<std::string>() + "', which is not defined before it");
     node.inputs.push_back(v);
   }
   while (!info.variadic() && node.inputs.size() < info.inputs.size()) node.inputs.push_back(kNoValue);
@@ -166,7 +171,9 @@ Status parse_node(Graph& g, const Json& jn, size_t index) {
 StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
   if (!j.is_object()) return invalid_argument(what + ": a graph must be a JSON object");
   if (j.value("format", "") != "kforge.graph/1") {
-    return invalid_argument(what + ": not a kforge graph (expected \"format\": \"kforge.graph/1\"; make one with `kforge import PROBLEM.py`)");
+    return invalid_argument(
+        what +
+        ": not a kforge graph (expected \"format\": \"kforge.graph/1\"; make one with `kforge import PROBLEM.py`)");
   }
   Graph g;
   g.name = j.value("name", "model");
@@ -177,7 +184,8 @@ StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
   g.init_args = j.value("init_args", Json::array());
 
   for (const char* section : {"inputs", "params", "nodes", "outputs"}) {
-    if (j.contains(section) && !j[section].is_array()) return invalid_argument(what + ": \"" + std::string(section) + "\" must be a list");
+    if (j.contains(section) && !j[section].is_array())
+      return invalid_argument(what + ": \"" + std::string(section) + "\" must be a list");
   }
   size_t i = 0;
   for (const auto& ji : j.value("inputs", Json::array())) {
@@ -194,7 +202,8 @@ StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
     if (g.find(id) != kNoValue) return invalid_argument(where + " reuses the id '" + id + "'");
     KF_ASSIGN_OR_RETURN(TensorType t, parse_type(jp, where));
     std::string kind = jp.value("kind", "parameter");
-    if (kind != "parameter" && kind != "buffer") return invalid_argument(where + ": kind must be \"parameter\" or \"buffer\"");
+    if (kind != "parameter" && kind != "buffer")
+      return invalid_argument(where + ": kind must be \"parameter\" or \"buffer\"");
     g.add_param(id, jp.value("path", id), kind == "buffer", std::move(t));
   }
   i = 0;
@@ -205,7 +214,8 @@ StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
   for (const auto& jo : j.value("outputs", Json::array())) {
     if (!jo.is_string()) return invalid_argument(what + ": outputs must be value ids");
     ValueIndex v = g.find(jo.get<std::string>());
-    if (v == kNoValue) return invalid_argument(what + ": output '" + jo.get<std::string>() + "' is not a defined value");
+    if (v == kNoValue)
+      return invalid_argument(what + ": output '" + jo.get<std::string>() + "' is not a defined value");
     outs.push_back(v);
   }
   g.set_outputs(std::move(outs));

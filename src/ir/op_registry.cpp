@@ -55,7 +55,8 @@ AttrValue parse_default(const std::string& text, AttrType type, const std::strin
     case AttrType::kInts: {
       KF_CHECK(text.size() >= 2 && text.front() == '[' && text.back() == ']') << "ops.def: bad list in " << op;
       std::vector<int64_t> v;
-      for (const auto& part : split(text.substr(1, text.size() - 2), ',')) v.push_back(std::strtoll(part.c_str(), nullptr, 10));
+      for (const auto& part : split(text.substr(1, text.size() - 2), ','))
+        v.push_back(std::strtoll(part.c_str(), nullptr, 10));
       return v;
     }
   }
@@ -130,7 +131,9 @@ const std::vector<OpInfo>& all_ops() {
   return table;
 }
 
-const OpInfo& op_info(OpId id) { return all_ops()[static_cast<size_t>(id)]; }
+const OpInfo& op_info(OpId id) {
+  return all_ops()[static_cast<size_t>(id)];
+}
 
 std::optional<OpId> op_from_name(std::string_view name) {
   for (const auto& info : all_ops()) {
@@ -141,8 +144,9 @@ std::optional<OpId> op_from_name(std::string_view name) {
 
 std::string_view family_name(OpFamily f) {
   switch (f) {
-#define KF_FAMILY(name) \
-  case OpFamily::k##name: return #name;
+#define KF_FAMILY(name)   \
+  case OpFamily::k##name: \
+    return #name;
 #include "ir/op_families.def"
 #undef KF_FAMILY
   }

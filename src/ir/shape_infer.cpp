@@ -25,7 +25,8 @@ StatusOr<int64_t> norm_dim(int64_t d, size_t rank, const char* what) {
   int64_t r = static_cast<int64_t>(std::max<size_t>(rank, 1));
   int64_t nd = d < 0 ? d + r : d;
   if (nd < 0 || nd >= r) {
-    return invalid_argument(std::string(what) + " " + std::to_string(d) + " is out of range for rank " + std::to_string(rank));
+    return invalid_argument(std::string(what) + " " + std::to_string(d) + " is out of range for rank " +
+                            std::to_string(rank));
   }
   return nd;
 }
@@ -46,10 +47,8 @@ bool keeps_integer_dtype(OpId op) {
     case OpId::kClamp:
     case OpId::kHardTanh:
     case OpId::kIdentity:
-    case OpId::kDropout:
-      return true;
-    default:
-      return false;
+    case OpId::kDropout: return true;
+    default: return false;
   }
 }
 
@@ -124,10 +123,10 @@ StatusOr<TensorType> infer_Reduce(const InferArgs& x) {
     case OpId::kNorm:
     case OpId::kVar:
     case OpId::kLogSumExp:
-      if (is_integral(t.dtype)) return invalid_argument("needs a floating-point input, got " + std::string(dtype_name(t.dtype)));
+      if (is_integral(t.dtype))
+        return invalid_argument("needs a floating-point input, got " + std::string(dtype_name(t.dtype)));
       break;
-    default:
-      break;
+    default: break;
   }
   return t;
 }
@@ -155,27 +154,29 @@ StatusOr<TensorType> infer_Norm(const InferArgs& x) {
       if (s.size() < 2) return invalid_argument("needs an input of rank >= 2 (N, C, ...), got " + shape_str(s));
       for (size_t i = 1; i < 5; ++i) {
         if (x.has(i) && x.in(i).numel() != s[1]) {
-          return invalid_argument("per-channel tensor " + std::to_string(i) + " has " + std::to_string(x.in(i).numel()) +
-                                  " elements for " + std::to_string(s[1]) + " channels");
+          return invalid_argument("per-channel tensor " + std::to_string(i) + " has " +
+                                  std::to_string(x.in(i).numel()) + " elements for " + std::to_string(s[1]) +
+                                  " channels");
         }
       }
       break;
     case OpId::kGroupNorm: {
       int64_t groups = x.a().i("num_groups");
       if (s.size() < 2 || groups <= 0 || s[1] % groups != 0) {
-        return invalid_argument("channels of " + shape_str(s) + " do not split into " + std::to_string(groups) + " groups");
+        return invalid_argument("channels of " + shape_str(s) + " do not split into " + std::to_string(groups) +
+                                " groups");
       }
       break;
     }
     case OpId::kLayerNorm: {
       const auto& ns = x.a().ints("normalized_shape");
       if (ns.size() > s.size() || !std::equal(ns.begin(), ns.end(), s.end() - static_cast<long>(ns.size()))) {
-        return invalid_argument("normalized_shape " + shape_str(ns) + " is not a suffix of the input shape " + shape_str(s));
+        return invalid_argument("normalized_shape " + shape_str(ns) + " is not a suffix of the input shape " +
+                                shape_str(s));
       }
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return x.in(0);
 }
@@ -189,7 +190,8 @@ StatusOr<TensorType> infer_Linear(const InferArgs& x) {
   const Shape& in = x.in(0).shape;
   const Shape& w = x.in(1).shape;
   if (w.size() != 2 || in.empty() || in.back() != w[1]) {
-    return invalid_argument("linear of input " + shape_str(in) + " with weight " + shape_str(w) + ": feature sizes differ");
+    return invalid_argument("linear of input " + shape_str(in) + " with weight " + shape_str(w) +
+                            ": feature sizes differ");
   }
   if (x.has(2) && x.in(2).numel() != w[0]) return invalid_argument("bias has the wrong size");
   Shape out = in;
@@ -210,7 +212,8 @@ StatusOr<TensorType> infer_Einsum(const InferArgs& x) {
     for (size_t d = 0; d < s.size(); ++d) {
       char c = spec.operands[i][d];
       if (size.count(c) && size[c] != s[d] && size[c] != 1 && s[d] != 1) {
-        return invalid_argument(std::string("einsum subscript '") + c + "' has sizes " + std::to_string(size[c]) + " and " + std::to_string(s[d]));
+        return invalid_argument(std::string("einsum subscript '") + c + "' has sizes " + std::to_string(size[c]) +
+                                " and " + std::to_string(s[d]));
       }
       size[c] = std::max(size[c], s[d]);
     }
@@ -218,7 +221,8 @@ StatusOr<TensorType> infer_Einsum(const InferArgs& x) {
   }
   Shape out;
   for (char c : spec.output) {
-    if (!size.count(c)) return invalid_argument(std::string("einsum output subscript '") + c + "' appears in no operand");
+    if (!size.count(c))
+      return invalid_argument(std::string("einsum output subscript '") + c + "' appears in no operand");
     out.push_back(size[c]);
   }
   return TensorType{out, dt};
@@ -232,9 +236,13 @@ StatusOr<TensorType> infer_Conv(const InferArgs& x) {
   const auto& pad = x.a().ints("padding");
   const auto& dil = x.a().ints("dilation");
   int64_t groups = x.a().i("groups");
-  if (w.size() < 3 || in.size() != w.size()) return invalid_argument("needs a batched input " + shape_str(in) + " of the weight's rank " + shape_str(w));
-  if (stride.size() != sp || pad.size() != sp || dil.size() != sp) return invalid_argument("stride, padding and dilation need one entry per spatial dim");
-  if (in[1] != w[1] * groups) return invalid_argument("input channels " + std::to_string(in[1]) + " != weight " + shape_str(w) + " x groups " + std::to_string(groups));
+  if (w.size() < 3 || in.size() != w.size())
+    return invalid_argument("needs a batched input " + shape_str(in) + " of the weight's rank " + shape_str(w));
+  if (stride.size() != sp || pad.size() != sp || dil.size() != sp)
+    return invalid_argument("stride, padding and dilation need one entry per spatial dim");
+  if (in[1] != w[1] * groups)
+    return invalid_argument("input channels " + std::to_string(in[1]) + " != weight " + shape_str(w) + " x groups " +
+                            std::to_string(groups));
   Shape out{in[0], w[0]};
   for (size_t i = 0; i < sp; ++i) out.push_back(window_out_size(in[2 + i], w[2 + i], stride[i], pad[i], dil[i], false));
   return TensorType{out, x.in(0).dtype};
@@ -249,13 +257,16 @@ StatusOr<TensorType> infer_ConvTranspose(const InferArgs& x) {
   const auto& opad = x.a().ints("output_padding");
   const auto& dil = x.a().ints("dilation");
   int64_t groups = x.a().i("groups");
-  if (w.size() < 3 || in.size() != w.size()) return invalid_argument("needs a batched input " + shape_str(in) + " of the weight's rank " + shape_str(w));
+  if (w.size() < 3 || in.size() != w.size())
+    return invalid_argument("needs a batched input " + shape_str(in) + " of the weight's rank " + shape_str(w));
   if (stride.size() != sp || pad.size() != sp || dil.size() != sp || opad.size() != sp) {
     return invalid_argument("stride, padding, output_padding and dilation need one entry per spatial dim");
   }
-  if (in[1] != w[0]) return invalid_argument("input channels " + std::to_string(in[1]) + " != weight dim 0 of " + shape_str(w));
+  if (in[1] != w[0])
+    return invalid_argument("input channels " + std::to_string(in[1]) + " != weight dim 0 of " + shape_str(w));
   Shape out{in[0], w[1] * groups};
-  for (size_t i = 0; i < sp; ++i) out.push_back(conv_transpose_out_size(in[2 + i], w[2 + i], stride[i], pad[i], dil[i], opad[i]));
+  for (size_t i = 0; i < sp; ++i)
+    out.push_back(conv_transpose_out_size(in[2 + i], w[2 + i], stride[i], pad[i], dil[i], opad[i]));
   return TensorType{out, x.in(0).dtype};
 }
 
@@ -263,8 +274,10 @@ StatusOr<TensorType> infer_Attention(const InferArgs& x) {
   const Shape& q = x.in(0).shape;
   const Shape& k = x.in(1).shape;
   const Shape& v = x.in(2).shape;
-  if (q.size() < 2 || k.size() != q.size() || v.size() != q.size() || q.back() != k.back() || k[k.size() - 2] != v[v.size() - 2]) {
-    return invalid_argument("attention shapes q " + shape_str(q) + ", k " + shape_str(k) + ", v " + shape_str(v) + " do not fit");
+  if (q.size() < 2 || k.size() != q.size() || v.size() != q.size() || q.back() != k.back() ||
+      k[k.size() - 2] != v[v.size() - 2]) {
+    return invalid_argument("attention shapes q " + shape_str(q) + ", k " + shape_str(k) + ", v " + shape_str(v) +
+                            " do not fit");
   }
   Shape out = q;
   out.back() = v.back();
@@ -277,8 +290,10 @@ StatusOr<TensorType> infer_Pool(const InferArgs& x) {
   const auto& s = x.a().ints("stride");
   const auto& p = x.a().ints("padding");
   size_t sp = k.size();
-  if (sp == 0 || in.size() < sp + 1) return invalid_argument("input " + shape_str(in) + " has too few dims for a " + std::to_string(sp) + "-d pool");
-  if (s.size() != sp || p.size() != sp) return invalid_argument("kernel_size, stride and padding need one entry per spatial dim");
+  if (sp == 0 || in.size() < sp + 1)
+    return invalid_argument("input " + shape_str(in) + " has too few dims for a " + std::to_string(sp) + "-d pool");
+  if (s.size() != sp || p.size() != sp)
+    return invalid_argument("kernel_size, stride and padding need one entry per spatial dim");
   bool is_max = x.node.op == OpId::kMaxPool;
   std::vector<int64_t> dil = is_max ? x.a().ints("dilation") : std::vector<int64_t>(sp, 1);
   if (dil.size() != sp) return invalid_argument("dilation needs one entry per spatial dim");
@@ -293,7 +308,8 @@ StatusOr<TensorType> infer_Pool(const InferArgs& x) {
 StatusOr<TensorType> infer_AdaptivePool(const InferArgs& x) {
   const Shape& in = x.in(0).shape;
   const auto& os = x.a().ints("output_size");
-  if (in.size() < os.size() + 1) return invalid_argument("input " + shape_str(in) + " has too few dims for the output size");
+  if (in.size() < os.size() + 1)
+    return invalid_argument("input " + shape_str(in) + " has too few dims for the output size");
   Shape out(in.begin(), in.end() - static_cast<long>(os.size()));
   for (size_t i = 0; i < os.size(); ++i) out.push_back(os[i] < 0 ? in[in.size() - os.size() + i] : os[i]);
   return TensorType{out, x.in(0).dtype};
@@ -309,7 +325,8 @@ StatusOr<TensorType> infer_Scan(const InferArgs& x) {
 StatusOr<TensorType> reduced_loss(const InferArgs& x, Shape unreduced) {
   const std::string& r = x.a().s("reduction");
   if (r == "none") return TensorType{std::move(unreduced), x.in(0).dtype};
-  if (r == "mean" || r == "sum" || (r == "batchmean" && x.node.op == OpId::kKlDiv)) return TensorType{Shape{}, x.in(0).dtype};
+  if (r == "mean" || r == "sum" || (r == "batchmean" && x.node.op == OpId::kKlDiv))
+    return TensorType{Shape{}, x.in(0).dtype};
   return invalid_argument("unknown reduction '" + r + "'");
 }
 
@@ -320,13 +337,20 @@ StatusOr<TensorType> infer_Loss(const InferArgs& x) {
     if (a.size() < 1) return invalid_argument("logits need a class dim");
     if (is_integral(x.in(1).dtype)) {
       Shape expect = a;
-      if (a.size() >= 2) expect.erase(expect.begin() + 1); else expect.clear();
-      if (b != expect) return invalid_argument("class-index targets " + shape_str(b) + " do not fit logits " + shape_str(a));
+      if (a.size() >= 2)
+        expect.erase(expect.begin() + 1);
+      else
+        expect.clear();
+      if (b != expect)
+        return invalid_argument("class-index targets " + shape_str(b) + " do not fit logits " + shape_str(a));
       return reduced_loss(x, expect);
     }
     if (a != b) return invalid_argument("probability targets must have the logits' shape");
     Shape un = a;
-    if (a.size() >= 2) un.erase(un.begin() + 1); else un.clear();
+    if (a.size() >= 2)
+      un.erase(un.begin() + 1);
+    else
+      un.clear();
     return reduced_loss(x, un);
   }
   KF_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(a, b));
@@ -354,10 +378,12 @@ StatusOr<TensorType> infer_Reshape(const InferArgs& x) {
   }
   int64_t n = x.in(0).numel();
   if (infer_at >= 0) {
-    if (known == 0 || n % known != 0) return invalid_argument("cannot reshape " + shape_str(x.in(0).shape) + " to " + shape_str(s));
+    if (known == 0 || n % known != 0)
+      return invalid_argument("cannot reshape " + shape_str(x.in(0).shape) + " to " + shape_str(s));
     s[static_cast<size_t>(infer_at)] = n / known;
   } else if (known != n) {
-    return invalid_argument("cannot reshape " + shape_str(x.in(0).shape) + " (" + std::to_string(n) + " elements) to " + shape_str(s));
+    return invalid_argument("cannot reshape " + shape_str(x.in(0).shape) + " (" + std::to_string(n) + " elements) to " +
+                            shape_str(s));
   }
   return TensorType{s, x.in(0).dtype};
 }
@@ -389,7 +415,8 @@ StatusOr<TensorType> infer_Expand(const InferArgs& x) {
     }
     int64_t d = in[i - lead];
     if (s[i] == -1) s[i] = d;
-    if (d != 1 && d != s[i]) return invalid_argument("cannot expand " + shape_str(in) + " to " + shape_str(x.a().ints("shape")));
+    if (d != 1 && d != s[i])
+      return invalid_argument("cannot expand " + shape_str(in) + " to " + shape_str(x.a().ints("shape")));
   }
   return TensorType{s, x.in(0).dtype};
 }
@@ -411,7 +438,8 @@ StatusOr<TensorType> infer_Select(const InferArgs& x) {
   Shape s = x.in(0).shape;
   int64_t n = s[static_cast<size_t>(d)];
   int64_t idx = x.a().i("index");
-  if (idx < -n || idx >= n) return invalid_argument("select index " + std::to_string(idx) + " out of range for size " + std::to_string(n));
+  if (idx < -n || idx >= n)
+    return invalid_argument("select index " + std::to_string(idx) + " out of range for size " + std::to_string(n));
   s.erase(s.begin() + d);
   return TensorType{s, x.in(0).dtype};
 }
@@ -435,7 +463,8 @@ StatusOr<TensorType> infer_Cat(const InferArgs& x) {
     if (s.size() != first.size()) return invalid_argument("tensors of different ranks");
     for (size_t k = 0; k < s.size(); ++k) {
       if ((stack || static_cast<int64_t>(k) != d) && s[k] != first[k]) {
-        return invalid_argument("shapes " + shape_str(first) + " and " + shape_str(s) + " differ outside the joined dim");
+        return invalid_argument("shapes " + shape_str(first) + " and " + shape_str(s) +
+                                " differ outside the joined dim");
       }
     }
     if (!stack) total += s[static_cast<size_t>(d)];
@@ -476,8 +505,9 @@ StatusOr<TensorType> infer_Full(const InferArgs& x) {
 
 Rule rule_for(OpFamily f) {
   switch (f) {
-#define KF_FAMILY(name) \
-  case OpFamily::k##name: return &infer_##name;
+#define KF_FAMILY(name)   \
+  case OpFamily::k##name: \
+    return &infer_##name;
 #include "ir/op_families.def"
 #undef KF_FAMILY
   }
@@ -489,7 +519,8 @@ Rule rule_for(OpFamily f) {
 StatusOr<TensorType> infer_type(const Graph& g, const Node& node) {
   const OpInfo& info = op_info(node.op);
   for (size_t i = 0; i < node.inputs.size() && i < info.inputs.size(); ++i) {
-    if (node.inputs[i] == kNoValue && !info.inputs[i].optional) return invalid_argument("input '" + info.inputs[i].name + "' is missing");
+    if (node.inputs[i] == kNoValue && !info.inputs[i].optional)
+      return invalid_argument("input '" + info.inputs[i].name + "' is missing");
   }
   if (node.inputs.size() < info.min_inputs()) return invalid_argument("has too few inputs");
   return rule_for(info.family)(InferArgs{g, node});

@@ -44,7 +44,8 @@ StatusOr<std::vector<int64_t>> reduction_dims(const std::vector<int64_t>& dims, 
   for (auto d : dims) {
     int64_t nd = d < 0 ? d + static_cast<int64_t>(rank) : d;
     if (nd < 0 || nd >= static_cast<int64_t>(std::max<size_t>(rank, 1))) {
-      return invalid_argument("dim " + std::to_string(d) + " is out of range for a tensor of rank " + std::to_string(rank));
+      return invalid_argument("dim " + std::to_string(d) + " is out of range for a tensor of rank " +
+                              std::to_string(rank));
     }
     out.insert(nd);
   }
@@ -57,7 +58,8 @@ StatusOr<EinsumSpec> parse_einsum(const std::string& equation, size_t num_operan
   for (char c : equation) {
     if (c != ' ') eq += c;
   }
-  if (eq.find("...") != std::string::npos) return unsupported("einsum with '...' (ellipsis) is not supported yet: write the dims out");
+  if (eq.find("...") != std::string::npos)
+    return unsupported("einsum with '...' (ellipsis) is not supported yet: write the dims out");
   EinsumSpec spec;
   std::string lhs = eq;
   auto arrow = eq.find("->");
@@ -79,7 +81,8 @@ StatusOr<EinsumSpec> parse_einsum(const std::string& equation, size_t num_operan
   }
   for (const auto& s : spec.operands) {
     for (char c : s) {
-      if (!std::isalpha(static_cast<unsigned char>(c))) return invalid_argument("einsum equation '" + equation + "' has a bad subscript");
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        return invalid_argument("einsum equation '" + equation + "' has a bad subscript");
     }
   }
   if (!explicit_out) {

@@ -74,7 +74,9 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
   if (ec) return external_error("cannot create " + src_dir.string() + ": " + ec.message());
   fs::create_directories(cache / "obj", ec);
   fs::create_directories(cache / "lib", ec);
-  if (ec) return external_error("cannot create the build cache " + cache.string() + ": " + ec.message() + " (set KFORGE_CACHE to a writable directory)");
+  if (ec)
+    return external_error("cannot create the build cache " + cache.string() + ": " + ec.message() +
+                          " (set KFORGE_CACHE to a writable directory)");
 
   KF_ASSIGN_OR_RETURN(std::string runtime_header, read_file(runtime_dir / "kforge_runtime.cuh"));
   std::vector<Unit> units;
@@ -165,8 +167,11 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
     fs::path tmp_lib = cache / "lib" / (link_key + ".so.tmp");
     // The shared CUDA runtime keeps libraries small; inside PyTorch the process's libcudart is
     // reused, elsewhere the rpath finds the toolkit's.
-    std::vector<std::string> argv = {tc.nvcc, "-shared", "-cudart", "shared", "-gencode", "arch=compute_" + tc.arch.substr(3) + ",code=" + tc.arch,
-                                     "-Xlinker", "-rpath=" + (tc.cuda_home / "lib64").string(), "-o", tmp_lib.string()};
+    std::vector<std::string> argv = {tc.nvcc,    "-shared",
+                                     "-cudart",  "shared",
+                                     "-gencode", "arch=compute_" + tc.arch.substr(3) + ",code=" + tc.arch,
+                                     "-Xlinker", "-rpath=" + (tc.cuda_home / "lib64").string(),
+                                     "-o",       tmp_lib.string()};
     for (const auto& k : object_keys) argv.push_back((cache / "obj" / (k + ".o")).string());
     for (const auto& l : program.libraries) argv.push_back("-l" + l);
     KF_ASSIGN_OR_RETURN(ProcessResult r, run_process(argv, {.timeout_seconds = 600}));

@@ -13,7 +13,7 @@
 namespace kforge::sandbox {
 
 struct ResourceUsage {
-  std::string kernel;    // mangled device function name
+  std::string kernel;  // mangled device function name
   int registers = 0;
   int spill_stores = 0;  // bytes
   int spill_loads = 0;
@@ -21,18 +21,18 @@ struct ResourceUsage {
 };
 
 struct CompileRecord {
-  std::string file;            // "k3_conv.cu"
+  std::string file;  // "k3_conv.cu"
   bool ok = false;
   bool cached = false;
   double seconds = 0.0;
-  std::string log;             // nvcc's output (errors, warnings, resource usage)
+  std::string log;  // nvcc's output (errors, warnings, resource usage)
   std::vector<ResourceUsage> resources;
 };
 
 struct BuildResult {
   bool ok = false;
-  std::string outcome;          // "ok" or "compile_error"
-  std::string message;          // first error, for tables
+  std::string outcome;            // "ok" or "compile_error"
+  std::string message;            // first error, for tables
   std::filesystem::path library;  // the built shared library (copied into the output dir)
   std::vector<CompileRecord> compiles;
   bool link_cached = false;

@@ -22,11 +22,15 @@ StatusOr<Json> run_importer(const std::string& problem_path, const ImportOptions
                                               content_hash(problem_path).substr(0, 8) + ".json");
   std::string pythonpath = (home / "python").string();
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += std::string(":") + old;
-  std::vector<std::string> argv = {python_executable(), "-m", "kforge.importer", fs::absolute(problem_path).string(),
-                                   "-o", tmp.string(), "--mode", options.mode};
-  KF_ASSIGN_OR_RETURN(ProcessResult r, run_process(argv, {.timeout_seconds = options.timeout_seconds,
-                                                          .extra_env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1"}}));
-  if (r.timed_out) return external_error("importing " + problem_path + " took longer than " + std::to_string(static_cast<int>(options.timeout_seconds)) + " s");
+  std::vector<std::string> argv = {
+      python_executable(), "-m",     "kforge.importer", fs::absolute(problem_path).string(), "-o",
+      tmp.string(),        "--mode", options.mode};
+  KF_ASSIGN_OR_RETURN(ProcessResult r,
+                      run_process(argv, {.timeout_seconds = options.timeout_seconds,
+                                         .extra_env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1"}}));
+  if (r.timed_out)
+    return external_error("importing " + problem_path + " took longer than " +
+                          std::to_string(static_cast<int>(options.timeout_seconds)) + " s");
   if (!r.ok()) {
     fs::remove(tmp, ec);
     std::string msg = r.output;
@@ -38,7 +42,9 @@ StatusOr<Json> run_importer(const std::string& problem_path, const ImportOptions
       return invalid_argument(line);
     }
     if (msg.find("No module named 'torch'") != std::string::npos) {
-      return external_error("the importer needs PyTorch: install it (Debian: apt-get install python3-torch) or set KFORGE_PYTHON to a python3 that has torch");
+      return external_error(
+          "the importer needs PyTorch: install it (Debian: apt-get install python3-torch) or set KFORGE_PYTHON to a "
+          "python3 that has torch");
     }
     return external_error("the importer failed (" + shell_join(argv) + "):\n" + msg);
   }

@@ -9,7 +9,7 @@
 namespace kforge::sandbox {
 
 struct ImportOptions {
-  std::string mode = "eval";   // "eval" (cuda-agent protocol) or "train" (kernelbench protocol)
+  std::string mode = "eval";  // "eval" (cuda-agent protocol) or "train" (kernelbench protocol)
   double timeout_seconds = 300;
 };
 

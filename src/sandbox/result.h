@@ -15,16 +15,16 @@ const char* outcome_name(Outcome o);  // "ok", "compile_error", ...
 
 struct EvalResult {
   Outcome outcome = Outcome::kOk;
-  std::optional<double> max_abs_err;   // over all verified input sets
+  std::optional<double> max_abs_err;  // over all verified input sets
   std::optional<double> max_rel_err;
-  std::optional<double> t_candidate;   // seconds (median when measured)
+  std::optional<double> t_candidate;  // seconds (median when measured)
   std::optional<double> t_eager;
   std::optional<double> t_compile;
-  int samples = 0;                     // timed trials per variant (0 when predicted)
-  std::string protocol;                // "cuda-agent" or "kernelbench"
-  std::string device;                  // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
-  bool predicted = true;               // times come from the cost model, correctness is unverified
-  std::string message;                 // the compiler's or the harness's words on a failure
+  int samples = 0;        // timed trials per variant (0 when predicted)
+  std::string protocol;   // "cuda-agent" or "kernelbench"
+  std::string device;     // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
+  bool predicted = true;  // times come from the cost model, correctness is unverified
+  std::string message;    // the compiler's or the harness's words on a failure
 };
 
 OrderedJson result_to_json(const EvalResult& r);

@@ -60,8 +60,9 @@ StatusOr<Toolchain> find_toolchain() {
   while (!t.nvcc_version.empty() && t.nvcc_version.back() == '\n') t.nvcc_version.pop_back();
   if (!env("KFORGE_ARCH").empty()) t.arch = env("KFORGE_ARCH");
   std::string compute = "compute_" + t.arch.substr(3);
-  t.compile_flags = {"-std=c++17", "-O3", "-gencode", "arch=" + compute + ",code=" + t.arch,
-                     "-Xcompiler", "-fPIC", "-Xptxas", "-warn-spills", "--resource-usage"};
+  t.compile_flags = {"-std=c++17",      "-O3",   "-gencode", "arch=" + compute + ",code=" + t.arch,
+                     "-Xcompiler",      "-fPIC", "-Xptxas",  "-warn-spills",
+                     "--resource-usage"};
   return t;
 }
 
@@ -69,7 +70,7 @@ StatusOr<fs::path> kforge_home() {
   std::vector<fs::path> candidates;
   if (!env("KFORGE_HOME").empty()) candidates.emplace_back(env("KFORGE_HOME"));
   fs::path exe = executable_dir();
-  candidates.push_back(exe.parent_path());               // build/kforge -> repo
+  candidates.push_back(exe.parent_path());                // build/kforge -> repo
   candidates.push_back(exe.parent_path().parent_path());  // build/<preset>/kforge -> repo
 #ifdef KFORGE_SOURCE_DIR
   candidates.emplace_back(KFORGE_SOURCE_DIR);
@@ -78,7 +79,8 @@ StatusOr<fs::path> kforge_home() {
     std::error_code ec;
     if (fs::exists(c / "src/codegen/runtime/kforge_runtime.cuh", ec) && fs::exists(c / "python/kforge", ec)) return c;
   }
-  return not_found("cannot find the kforge tree (src/codegen/runtime and python/kforge): set KFORGE_HOME to the repository root");
+  return not_found(
+      "cannot find the kforge tree (src/codegen/runtime and python/kforge): set KFORGE_HOME to the repository root");
 }
 
 std::string python_executable() {

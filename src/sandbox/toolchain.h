@@ -10,11 +10,11 @@
 namespace kforge::sandbox {
 
 struct Toolchain {
-  std::string nvcc;                          // path of nvcc
-  std::string nvcc_version;                  // its `--version` last line (part of cache keys)
-  std::filesystem::path cuda_home;           // /usr/local/cuda
-  std::string arch = "sm_90a";               // the one target: H100/H200
-  std::vector<std::string> compile_flags;    // for every .cu
+  std::string nvcc;                        // path of nvcc
+  std::string nvcc_version;                // its `--version` last line (part of cache keys)
+  std::filesystem::path cuda_home;         // /usr/local/cuda
+  std::string arch = "sm_90a";             // the one target: H100/H200
+  std::vector<std::string> compile_flags;  // for every .cu
 };
 
 // nvcc from $KFORGE_NVCC, $CUDA_HOME/bin, PATH or /usr/local/cuda/bin; a clear error if none.

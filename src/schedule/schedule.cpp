@@ -22,8 +22,11 @@ Status check_schedule(const ir::Graph& g, const Schedule& s) {
     if (kernel.nodes.empty()) return invalid_argument("kernel " + kernel.name + " has no nodes");
     if (!names.insert(kernel.name).second) return invalid_argument("two kernels are named " + kernel.name);
     for (int n : kernel.nodes) {
-      if (n < 0 || static_cast<size_t>(n) >= g.nodes().size()) return invalid_argument("kernel " + kernel.name + " names node #" + std::to_string(n) + ", which does not exist");
-      if (kernel_of[static_cast<size_t>(n)] != -1) return invalid_argument("node " + ir::describe(g, g.nodes()[static_cast<size_t>(n)]) + " is in two kernels");
+      if (n < 0 || static_cast<size_t>(n) >= g.nodes().size())
+        return invalid_argument("kernel " + kernel.name + " names node #" + std::to_string(n) +
+                                ", which does not exist");
+      if (kernel_of[static_cast<size_t>(n)] != -1)
+        return invalid_argument("node " + ir::describe(g, g.nodes()[static_cast<size_t>(n)]) + " is in two kernels");
       kernel_of[static_cast<size_t>(n)] = static_cast<int>(k);
     }
   }

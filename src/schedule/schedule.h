@@ -22,10 +22,10 @@ enum class Impl {
 const char* impl_name(Impl i);
 
 struct Kernel {
-  std::string name;          // "k3_conv": unique, a C identifier
-  std::vector<int> nodes;    // graph node indices in execution order; the last one's output is the result
+  std::string name;        // "k3_conv": unique, a C identifier
+  std::vector<int> nodes;  // graph node indices in execution order; the last one's output is the result
   Impl impl = Impl::kGenerated;
-  std::string strategy;      // the code template: "elementwise", "cublas_gemm", "cudnn_conv", ...
+  std::string strategy;                  // the code template: "elementwise", "cublas_gemm", "cudnn_conv", ...
   std::map<std::string, int64_t> knobs;  // template parameters: "block", "vector", ...
 
   int64_t knob(const std::string& key, int64_t fallback) const {
@@ -36,7 +36,7 @@ struct Kernel {
 };
 
 struct Schedule {
-  std::vector<Kernel> kernels;  // in execution order
+  std::vector<Kernel> kernels;     // in execution order
   std::string precision = "fp32";  // contractions: fp32 (exact), tf32, 3xtf32
   bool cuda_graph = false;         // capture the whole forward into one CUDA graph
 };

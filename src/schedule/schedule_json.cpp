@@ -28,7 +28,8 @@ OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s) {
 
 StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const std::string& what) {
   if (!j.is_object() || j.value("format", "") != "kforge.schedule/1") {
-    return invalid_argument(what + ": not a kforge schedule (expected \"format\": \"kforge.schedule/1\"; make one with `kforge plan`)");
+    return invalid_argument(
+        what + ": not a kforge schedule (expected \"format\": \"kforge.schedule/1\"; make one with `kforge plan`)");
   }
   Schedule s;
   s.precision = j.value("precision", "fp32");
@@ -48,16 +49,20 @@ StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const s
       return invalid_argument(what + ": kernel " + k.name + " has unknown impl '" + impl + "'");
     }
     k.strategy = jk.value("strategy", "");
-    for (const auto& jn : jk.value("nodes", Json::array())) {
+    const Json nodes = jk.value("nodes", Json::array());
+    for (const auto& jn : nodes) {
       if (!jn.is_string()) return invalid_argument(what + ": kernel " + k.name + ": nodes are value ids");
       ir::ValueIndex v = g.find(jn.get<std::string>());
       if (v == ir::kNoValue || g.value(v).kind != ir::ValueKind::kNode) {
-        return invalid_argument(what + ": kernel " + k.name + " names '" + jn.get<std::string>() + "', which is no node of graph " + g.name);
+        return invalid_argument(what + ": kernel " + k.name + " names '" + jn.get<std::string>() +
+                                "', which is no node of graph " + g.name);
       }
       k.nodes.push_back(g.value(v).owner);
     }
-    for (const auto& [key, v] : jk.value("knobs", Json::object()).items()) {
-      if (!v.is_number_integer()) return invalid_argument(what + ": kernel " + k.name + ": knob " + key + " must be an int");
+    const Json knobs = jk.value("knobs", Json::object());
+    for (const auto& [key, v] : knobs.items()) {
+      if (!v.is_number_integer())
+        return invalid_argument(what + ": kernel " + k.name + ": knob " + key + " must be an int");
       k.knobs[key] = v.get<int64_t>();
     }
     s.kernels.push_back(std::move(k));

@@ -321,6 +321,11 @@ CASES = [
     ("full", "return x + torch.full((4, 8), 2.5)", None, None, None,
      [("full", {"shape": [4, 8], "value": 2.5, "dtype": "float32"}), ("add", None)]),
     ("identity", "return x.contiguous().clone().detach()", None, None, None, [("identity", {})]),
+    ("gt_scalar", "return (x > 0.5).float()", None, None, None, [("gt", None), ("cast", None)]),
+    ("compare_all", "return (x >= y).float() + (x <= y).float() + (x < y).float() + (x != y).float() + (x == y).float()",
+     "torch.rand(4, 8), torch.rand(4, 8)", "x, y", None,
+     [("ge", None), ("cast", None), ("le", None), ("cast", None), ("add", None), ("lt", None), ("cast", None), ("add", None),
+      ("ne", None), ("cast", None), ("add", None), ("eq", {"reverse": False, "scalar": None}), ("cast", None), ("add", None)]),
 ]
 
 
@@ -468,8 +473,8 @@ def test_error_syntax(tmp_path):
     ("y = torch.fft.fft(x)\nreturn y.real", "torch.fft.fft", 1),
     ("v, i = torch.sort(x)\nreturn v", "torch.sort", 1),
     ("return F.pad(x, (1, 1))", "torch.nn.functional.pad", 1),
-    ("return x > 0.5", "torch.Tensor.gt", 1),
-], ids=["fft", "sort", "pad", "compare"])
+    ("v, i = torch.topk(x, 2)\nreturn v", "torch.topk", 1),
+], ids=["fft", "sort", "pad", "topk"])
 def test_error_unsupported_op(tmp_path, forward, name, line):
     path = write_problem(tmp_path, forward)
     first = next(i for i, l in enumerate(open(path).read().splitlines(), 1) if "def forward" in l) + line

@@ -18,7 +18,7 @@ namespace {
 using kforge::testing::graph_from_text;
 using kforge::testing::one_node_graph;
 
-const char* kGoldenDir = KFORGE_TEST_DATA "/../golden";
+const char* kGoldenDir = KFORGE_GOLDEN_DIR;
 
 // Compares with tests/golden/<name>; KFORGE_UPDATE_GOLDEN=1 rewrites the file instead.
 void expect_golden(const std::string& name, const std::string& text) {
@@ -29,7 +29,8 @@ void expect_golden(const std::string& name, const std::string& text) {
   }
   auto golden = read_file(path);
   ASSERT_TRUE(golden.is_ok()) << "missing golden file " << path << " (run with KFORGE_UPDATE_GOLDEN=1)";
-  EXPECT_EQ(text, golden.value()) << "emitted code differs from " << path << "; if the change is intended, rerun with KFORGE_UPDATE_GOLDEN=1";
+  EXPECT_EQ(text, golden.value()) << "emitted code differs from " << path
+                                  << "; if the change is intended, rerun with KFORGE_UPDATE_GOLDEN=1";
 }
 
 Program emit(const ir::Graph& g) {
@@ -48,7 +49,8 @@ TEST(CodegenElementwise, ReluGolden) {
 }
 
 TEST(CodegenElementwise, BiasBroadcastGolden) {
-  ir::Graph g = graph_from_text(one_node_graph("add", {{"x", {128, 128, 30, 30}}, {"b", {128, 1, 1}}}, "{}", {128, 128, 30, 30}));
+  ir::Graph g =
+      graph_from_text(one_node_graph("add", {{"x", {128, 128, 30, 30}}, {"b", {128, 1, 1}}}, "{}", {128, 128, 30, 30}));
   Program p = emit(g);
   expect_golden("bias_add_kernel.cu", p.kernels[0].code);
 }
@@ -103,18 +105,21 @@ TEST(CodegenElementwise, BuildsWithNvcc) {
   auto tc = sandbox::find_toolchain();
   if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
   auto dir = kforge::testing::temp_dir("elementwise-build");
-  auto r = sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
+  auto r =
+      sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   EXPECT_TRUE(r->ok) << r->message;
   EXPECT_TRUE(std::filesystem::exists(dir / "lib.so"));
   // The resource report of ptxas is parsed for every kernel.
   bool found = false;
   for (const auto& c : r->compiles) {
-    for (const auto& ru : c.resources) found = found || (ru.registers > 0 && ru.kernel.find("k0_gelu") != std::string::npos);
+    for (const auto& ru : c.resources)
+      found = found || (ru.registers > 0 && ru.kernel.find("k0_gelu") != std::string::npos);
   }
   EXPECT_TRUE(found);
   // A second build of the same program is served from the cache.
-  auto again = sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
+  auto again =
+      sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(again->cache_hits, static_cast<int>(again->compiles.size()));
   EXPECT_TRUE(again->link_cached);
@@ -128,7 +133,8 @@ TEST(CodegenElementwise, CompileErrorIsData) {
   auto tc = sandbox::find_toolchain();
   if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
   auto dir = kforge::testing::temp_dir("compile-error");
-  auto r = sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
+  auto r =
+      sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   EXPECT_FALSE(r->ok);
   EXPECT_EQ(r->outcome, "compile_error");
@@ -149,7 +155,8 @@ TEST(CostModel, ReluIsMemoryBound) {
 }
 
 TEST(CostModel, GemmIsComputeBound) {
-  ir::Graph g = graph_from_text(one_node_graph("matmul", {{"a", {4096, 4096}}, {"b", {4096, 4096}}}, "{}", {4096, 4096}));
+  ir::Graph g =
+      graph_from_text(one_node_graph("matmul", {{"a", {4096, 4096}}, {"b", {4096, 4096}}}, "{}", {4096, 4096}));
   auto s = schedule::plan_one_kernel_per_op(g);
   auto c = costmodel::program_cost(g, s);
   EXPECT_EQ(c.kernels[0].bound, "compute");

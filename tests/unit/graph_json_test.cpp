@@ -43,9 +43,13 @@ TEST(GraphJsonErrors, UnknownOpIsNamed) {
 }
 
 TEST(GraphJsonErrors, UnknownAndMissingAttrs) {
-  EXPECT_NE(graph_error(one_node_graph("relu", {{"x", {3}}}, R"({"slope": 1})", {3})).find("has no attr 'slope'"), std::string::npos);
-  EXPECT_NE(graph_error(one_node_graph("softmax", {{"x", {3}}}, "{}", {3})).find("needs attr 'dim'"), std::string::npos);
-  EXPECT_NE(graph_error(one_node_graph("softmax", {{"x", {3}}}, R"({"dim": "a"})", {3})).find("attr 'dim' must be an int"), std::string::npos);
+  EXPECT_NE(graph_error(one_node_graph("relu", {{"x", {3}}}, R"({"slope": 1})", {3})).find("has no attr 'slope'"),
+            std::string::npos);
+  EXPECT_NE(graph_error(one_node_graph("softmax", {{"x", {3}}}, "{}", {3})).find("needs attr 'dim'"),
+            std::string::npos);
+  EXPECT_NE(
+      graph_error(one_node_graph("softmax", {{"x", {3}}}, R"({"dim": "a"})", {3})).find("attr 'dim' must be an int"),
+      std::string::npos);
 }
 
 TEST(GraphJsonErrors, ShapeDisagreementWithTorchIsReported) {
@@ -65,7 +69,8 @@ TEST(GraphJsonErrors, WrongInputCount) {
 }
 
 TEST(GraphJsonErrors, NoOutputs) {
-  std::string text = R"({"format":"kforge.graph/1","inputs":[{"id":"x","shape":[1],"dtype":"float32"}],"params":[],"nodes":[],"outputs":[]})";
+  std::string text =
+      R"({"format":"kforge.graph/1","inputs":[{"id":"x","shape":[1],"dtype":"float32"}],"params":[],"nodes":[],"outputs":[]})";
   EXPECT_NE(graph_error(text).find("no outputs"), std::string::npos);
 }
 

@@ -11,8 +11,8 @@ using kforge::testing::graph_error;
 using kforge::testing::one_node_graph;
 
 // The graph parses only if kforge infers exactly `out`.
-void expect_infers(const std::string& op, const std::vector<std::pair<std::string, Shape>>& ins, const std::string& attrs,
-                   const Shape& out, const std::string& dtype = "float32") {
+void expect_infers(const std::string& op, const std::vector<std::pair<std::string, Shape>>& ins,
+                   const std::string& attrs, const Shape& out, const std::string& dtype = "float32") {
   std::string e = graph_error(one_node_graph(op, ins, attrs, out, dtype));
   EXPECT_EQ(e, "") << op << " " << attrs;
 }
@@ -20,7 +20,8 @@ void expect_infers(const std::string& op, const std::vector<std::pair<std::strin
 TEST(ShapeInfer, Broadcasting) {
   expect_infers("add", {{"a", {8, 1, 6, 1}}, {"b", {7, 1, 5}}}, "{}", {8, 7, 6, 5});
   expect_infers("mul", {{"a", {4, 5}}}, R"({"scalar": 2.5})", {4, 5});
-  EXPECT_NE(graph_error(one_node_graph("add", {{"a", {3}}, {"b", {4}}}, "{}", {4})).find("do not broadcast"), std::string::npos);
+  EXPECT_NE(graph_error(one_node_graph("add", {{"a", {3}}, {"b", {4}}}, "{}", {4})).find("do not broadcast"),
+            std::string::npos);
 }
 
 TEST(ShapeInfer, Matmul) {
@@ -35,14 +36,19 @@ TEST(ShapeInfer, ConvAndTransposedConv) {
                 R"({"stride":[2,1],"padding":[1,2],"dilation":[1,2],"groups":2})", {2, 6, 5, 8});
   // torch: ConvTranspose2d(4, 6, (3, 5), stride=2, padding=1, output_padding=1, groups=2) on 10x12
   expect_infers("conv_transpose", {{"x", {2, 4, 10, 12}}, {"w", {4, 3, 3, 5}}},
-                R"({"stride":[2,2],"padding":[1,1],"output_padding":[1,1],"dilation":[1,1],"groups":2})", {2, 6, 20, 26});
+                R"({"stride":[2,2],"padding":[1,1],"output_padding":[1,1],"dilation":[1,1],"groups":2})",
+                {2, 6, 20, 26});
 }
 
 TEST(ShapeInfer, PoolingWithCeilMode) {
   // torch.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True) on 6x6 gives 4x4 (last window kept),
   // on 5x5 gives 3x3 (a window starting in the padding is dropped).
-  expect_infers("max_pool", {{"x", {1, 1, 6, 6}}}, R"({"kernel_size":[3,3],"stride":[2,2],"padding":[1,1],"dilation":[1,1],"ceil_mode":true})", {1, 1, 4, 4});
-  expect_infers("max_pool", {{"x", {1, 1, 5, 5}}}, R"({"kernel_size":[3,3],"stride":[2,2],"padding":[1,1],"dilation":[1,1],"ceil_mode":true})", {1, 1, 3, 3});
+  expect_infers("max_pool", {{"x", {1, 1, 6, 6}}},
+                R"({"kernel_size":[3,3],"stride":[2,2],"padding":[1,1],"dilation":[1,1],"ceil_mode":true})",
+                {1, 1, 4, 4});
+  expect_infers("max_pool", {{"x", {1, 1, 5, 5}}},
+                R"({"kernel_size":[3,3],"stride":[2,2],"padding":[1,1],"dilation":[1,1],"ceil_mode":true})",
+                {1, 1, 3, 3});
   expect_infers("avg_pool", {{"x", {2, 3, 11}}}, R"({"kernel_size":[4],"stride":[3],"padding":[1]})", {2, 3, 4});
 }
 
@@ -70,7 +76,8 @@ TEST(ShapeInfer, EinsumAndLosses) {
   expect_infers("einsum", {{"a", {3, 4}}, {"b", {4, 5}}}, R"({"equation":"ij,jk"})", {3, 5});
   expect_infers("kl_div", {{"a", {8, 10}}, {"b", {8, 10}}}, R"({"reduction":"batchmean"})", {});
   expect_infers("mse_loss", {{"a", {8, 10}}, {"b", {8, 10}}}, R"({"reduction":"none"})", {8, 10});
-  expect_infers("triplet_margin_loss", {{"a", {8, 10}}, {"p", {8, 10}}, {"n", {8, 10}}}, R"({"reduction":"none"})", {8});
+  expect_infers("triplet_margin_loss", {{"a", {8, 10}}, {"p", {8, 10}}, {"n", {8, 10}}}, R"({"reduction":"none"})",
+                {8});
 }
 
 TEST(ShapeRules, WindowArithmetic) {

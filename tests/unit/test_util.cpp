@@ -17,8 +17,12 @@ std::string one_node_graph(const std::string& op, const std::vector<std::pair<st
     ins.push_back(id);
   }
   g["params"] = Json::array();
-  g["nodes"] = Json::array({{{"id", "y"}, {"op", op}, {"inputs", ins}, {"attrs", Json::parse(attrs_json)},
-                             {"shape", out_shape}, {"dtype", out_dtype}}});
+  g["nodes"] = Json::array({{{"id", "y"},
+                             {"op", op},
+                             {"inputs", ins},
+                             {"attrs", Json::parse(attrs_json)},
+                             {"shape", out_shape},
+                             {"dtype", out_dtype}}});
   g["outputs"] = Json::array({"y"});
   return g.dump();
 }

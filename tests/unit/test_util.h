@@ -2,7 +2,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -39,6 +38,7 @@ inline std::filesystem::path temp_dir(const std::string& name) {
 
 // One-node graph JSON: inputs given as (id, shape) pairs of float32 tensors.
 std::string one_node_graph(const std::string& op, const std::vector<std::pair<std::string, ir::Shape>>& inputs,
-                           const std::string& attrs_json, const ir::Shape& out_shape, const std::string& out_dtype = "float32");
+                           const std::string& attrs_json, const ir::Shape& out_shape,
+                           const std::string& out_dtype = "float32");
 
 }  // namespace kforge::testing

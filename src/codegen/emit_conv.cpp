@@ -1,0 +1,509 @@
+// Conv and ConvTranspose (1-d, 2-d, 3-d; stride, padding, dilation, groups, output_padding, bias)
+// through cuDNN's legacy API (cudnn.h): cudnnConvolutionForward for conv, and for the transposed
+// conv cudnnConvolutionBackwardData (conv_transpose(x, w) is the input-gradient of conv(., w) with
+// the same stride, padding, dilation and groups; output_padding only lengthens the output).
+// 1-d convs run as 2-d with a unit height. Descriptors and the chosen algorithm are made at the
+// first call and cached in static storage per device, so later calls only launch. The algorithm:
+// cudnnFind*AlgorithmEx (timed, within the workspace) on the first call, or the heuristic
+// cudnnGet*_v7 when the stream is being captured into a CUDA graph (Find synchronizes).
+// The bias is a small generated kernel after the convolution (y += bias[c]), like torch's add.
+//
+// Math type, matching the PyTorch reference: torch runs fp32 convs with
+// torch.backends.cudnn.allow_tf32 = True (its default), and for that sets CUDNN_DEFAULT_MATH on
+// the convolution descriptor (CUDNN_FMA_MATH only when TF32 is disallowed, CUDNN_TENSOR_OP_MATH
+// for fp16). CUDNN_DEFAULT_MATH lets cuDNN use TF32 tensor cores for fp32 data on Ampere and
+// later (never fp16 down-conversion, which is CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION). So precision
+// "fp32" and "tf32" both keep CUDNN_DEFAULT_MATH (the reference's numerics); precision "3xtf32",
+// which asks for better than TF32 accuracy, gets CUDNN_FMA_MATH (exact fp32 FMA kernels). fp16 and
+// bf16 use CUDNN_TENSOR_OP_MATH with fp32 accumulation, fp64 computes in fp64.
+//
+// cuDNN takes int dims and tensors of at most 2^31-1 elements: a batch too large for that is split
+// into chunks (one more descriptor set for the tail chunk), as torch does. Cases cuDNN cannot take
+// at all (a sample or the weight over 2^31-1 elements, an empty input with a non-empty output,
+// more than 3 spatial dims, output_padding >= stride, which torch itself sends to its slow
+// non-cuDNN kernels) use a direct generated kernel: one thread per output element, fp32 (fp64)
+// accumulation. The knob "direct" = 1 forces that kernel (a reference for tests).
+#include <algorithm>
+#include <climits>
+#include <sstream>
+
+#include "codegen/emit.h"
+
+namespace kforge::codegen {
+
+namespace {
+
+struct ConvGeom {
+  bool transpose = false;
+  size_t sp = 0;  // spatial dims
+  int64_t n = 0, cin = 0, cout = 0, groups = 1;
+  int64_t cin_g = 0, cout_g = 0;  // channels per group
+  ir::Shape in_sp, out_sp, k_sp;
+  std::vector<int64_t> stride, pad, dil, opad;
+  int64_t in_sample = 0, out_sample = 0;  // elements per sample
+  int64_t spatial_out = 1;
+};
+
+int64_t prod(const ir::Shape& s) {
+  int64_t p = 1;
+  for (auto d : s) p *= d;
+  return p;
+}
+
+StatusOr<ConvGeom> geometry(const EmitContext& ctx, bool transpose) {
+  const ir::Node& node = ctx.node();
+  const ir::Shape& x = ctx.in_type(0).shape;
+  const ir::Shape& w = ctx.in_type(1).shape;
+  const ir::Shape& y = ctx.out_type().shape;
+  ConvGeom g;
+  g.transpose = transpose;
+  if (w.size() < 3 || x.size() != w.size() || y.size() != w.size()) {
+    return invalid_argument("convolution needs a batched input " + ir::shape_str(x) + " of the weight's rank " +
+                            ir::shape_str(w));
+  }
+  g.sp = w.size() - 2;
+  g.stride = node.attrs.ints("stride");
+  g.pad = node.attrs.ints("padding");
+  g.dil = node.attrs.ints("dilation");
+  g.opad = transpose ? node.attrs.ints("output_padding") : std::vector<int64_t>(g.sp, 0);
+  g.groups = node.attrs.i("groups");
+  if (g.stride.size() != g.sp || g.pad.size() != g.sp || g.dil.size() != g.sp || g.opad.size() != g.sp) {
+    return invalid_argument("stride, padding, dilation (and output_padding) need one entry per spatial dim");
+  }
+  if (g.groups < 1) return invalid_argument("groups must be positive");
+  for (size_t i = 0; i < g.sp; ++i) {
+    if (g.stride[i] < 1 || g.dil[i] < 1 || g.pad[i] < 0 || g.opad[i] < 0) {
+      return invalid_argument("stride and dilation must be positive, padding and output_padding non-negative");
+    }
+  }
+  g.n = x[0];
+  g.cin = x[1];
+  g.cout = y[1];
+  if (transpose) {
+    g.cin_g = g.cin / g.groups;
+    g.cout_g = w[1];
+    if (w[0] != g.cin || g.cin % g.groups != 0 || g.cout != g.cout_g * g.groups) {
+      return invalid_argument("conv_transpose weight " + ir::shape_str(w) + " does not fit input " + ir::shape_str(x) +
+                              " with groups " + std::to_string(g.groups));
+    }
+  } else {
+    g.cin_g = w[1];
+    g.cout_g = g.cout / g.groups;
+    if (g.cin != g.cin_g * g.groups || w[0] != g.cout || g.cout % g.groups != 0) {
+      return invalid_argument("conv weight " + ir::shape_str(w) + " does not fit input " + ir::shape_str(x) +
+                              " with groups " + std::to_string(g.groups));
+    }
+  }
+  g.in_sp.assign(x.begin() + 2, x.end());
+  g.out_sp.assign(y.begin() + 2, y.end());
+  g.k_sp.assign(w.begin() + 2, w.end());
+  g.in_sample = g.cin * prod(g.in_sp);
+  g.out_sample = g.cout * prod(g.out_sp);
+  g.spatial_out = prod(g.out_sp);
+  return g;
+}
+
+bool fits_int(int64_t v) {
+  return v >= 0 && v <= INT_MAX;
+}
+
+// Why cuDNN cannot run this convolution ("" when it can).
+std::string direct_reason(const EmitContext& ctx, const ConvGeom& g) {
+  if (ctx.kernel.knob("direct", 0) != 0) return "the knob direct = 1 asks for the direct kernel";
+  if (g.sp > 3) return "cuDNN takes at most 3 spatial dims";
+  if (ctx.in_type(0).numel() == 0) return "the input is empty (cuDNN takes no zero dims) but the output is not";
+  for (size_t i = 0; i < g.sp; ++i) {
+    if (g.transpose && g.opad[i] >= g.stride[i]) {
+      return "output_padding >= stride, which cuDNN cannot express (torch uses its slow non-cuDNN kernel here too)";
+    }
+    if (!fits_int(g.stride[i]) || !fits_int(g.pad[i]) || !fits_int(g.dil[i]) || !fits_int(g.in_sp[i]) ||
+        !fits_int(g.out_sp[i]) || !fits_int(g.k_sp[i])) {
+      return "a dim or window parameter does not fit in int32";
+    }
+  }
+  if (!fits_int(g.cin) || !fits_int(g.cout) || !fits_int(g.groups)) return "a channel count does not fit in int32";
+  if (!fits_int(ctx.in_type(1).numel())) return "the weight has more than 2^31-1 elements";
+  if (!fits_int(g.in_sample) || !fits_int(g.out_sample)) return "one sample has more than 2^31-1 elements";
+  return "";
+}
+
+std::string cudnn_type(ir::DType t) {
+  switch (t) {
+    case ir::DType::kFloat32: return "CUDNN_DATA_FLOAT";
+    case ir::DType::kFloat16: return "CUDNN_DATA_HALF";
+    case ir::DType::kBFloat16: return "CUDNN_DATA_BFLOAT16";
+    case ir::DType::kFloat64: return "CUDNN_DATA_DOUBLE";
+    default: return "";
+  }
+}
+
+std::string acc_type(ir::DType t) {
+  return t == ir::DType::kFloat64 ? "double" : "float";
+}
+
+std::string int_list(const std::vector<int64_t>& v) {
+  std::ostringstream os;
+  os << "{";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "}";
+  return os.str();
+}
+
+// y[i] += bias[c] over the output, or y[i] = bias[c] / 0 when the contraction is empty (`fill`).
+std::string bias_kernel(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
+                        bool has_bias, bool fill) {
+  std::ostringstream os;
+  int64_t block = ctx.kernel.knob("block", 256);
+  os << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_bias("
+     << (has_bias ? "const " + T + "* __restrict__ b, " : "") << T << "* __restrict__ y) {\n"
+     << "  KF_GRID_STRIDE(i, " << ctx.out_type().numel() << "LL) {\n";
+  std::string bv =
+      has_bias ? "(" + A + ")b[(i / " + std::to_string(g.spatial_out) + "LL) % " + std::to_string(g.cout) + "LL]"
+               : "(" + A + ")0";
+  if (fill) {
+    os << "    y[i] = (" << T << ")(" << bv << ");\n";
+  } else {
+    os << "    y[i] = (" << T << ")((" << A << ")y[i] + " << bv << ");\n";
+  }
+  os << "  }\n}\n";
+  return os.str();
+}
+
+std::string bias_launch(const EmitContext& ctx, bool has_bias) {
+  int64_t block = ctx.kernel.knob("block", 256);
+  std::ostringstream os;
+  os << "  " << ctx.kernel.name << "_bias<<<kf_grid(" << ctx.out_type().numel() << "LL, " << block << "), " << block
+     << ", 0, ctx->stream>>>(" << (has_bias ? ctx.in_ptr(2) + ", " : "") << ctx.out_ptr() << ");\n"
+     << "  KF_LAUNCHED();\n";
+  return os.str();
+}
+
+// The direct kernel: one thread per output element, gathering its window.
+std::string direct_kernel(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
+                          bool has_bias) {
+  std::ostringstream os;
+  int64_t block = ctx.kernel.knob("block", 256);
+  const size_t sp = g.sp;
+  os << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_direct(const " << T
+     << "* __restrict__ x, const " << T << "* __restrict__ w, " << (has_bias ? "const " + T + "* __restrict__ b, " : "")
+     << T << "* __restrict__ y) {\n"
+     << "  KF_GRID_STRIDE(i, " << ctx.out_type().numel() << "LL) {\n"
+     << "    int64_t r = i;\n";
+  for (size_t d = sp; d-- > 0;) {
+    os << "    const int64_t o" << d << " = r % " << g.out_sp[d] << "LL;\n"
+       << "    r /= " << g.out_sp[d] << "LL;\n";
+  }
+  os << "    const int64_t co = r % " << g.cout << "LL;\n"
+     << "    const int64_t n = r / " << g.cout << "LL;\n"
+     << "    const int64_t grp = co / " << g.cout_g << "LL;\n"
+     << "    " << A << " acc = 0;\n"
+     << "    for (int64_t ci = 0; ci < " << g.cin_g << "LL; ++ci) {\n"
+     << "      const " << T << "* xp = x + (n * " << g.cin << "LL + grp * " << g.cin_g << "LL + ci) * " << prod(g.in_sp)
+     << "LL;\n";
+  if (g.transpose) {
+    // weight [Cin, Cout/groups, k...]
+    os << "      const " << T << "* wp = w + ((grp * " << g.cin_g << "LL + ci) * " << g.cout_g << "LL + co % "
+       << g.cout_g << "LL) * " << prod(g.k_sp) << "LL;\n";
+  } else {
+    // weight [Cout, Cin/groups, k...]
+    os << "      const " << T << "* wp = w + (co * " << g.cin_g << "LL + ci) * " << prod(g.k_sp) << "LL;\n";
+  }
+  std::string ind = "      ";
+  for (size_t d = 0; d < sp; ++d) {
+    os << ind << "for (int64_t j" << d << " = 0; j" << d << " < " << g.k_sp[d] << "LL; ++j" << d << ") {\n";
+    ind += "  ";
+    if (g.transpose) {
+      // y[o] gathers x[i] w[j] for o = i * stride - pad + j * dilation.
+      os << ind << "const int64_t t" << d << " = o" << d << " + " << g.pad[d] << "LL - j" << d << " * " << g.dil[d]
+         << "LL;\n"
+         << ind << "if (t" << d << " < 0 || t" << d << " % " << g.stride[d] << "LL != 0) continue;\n"
+         << ind << "const int64_t i" << d << " = t" << d << " / " << g.stride[d] << "LL;\n"
+         << ind << "if (i" << d << " >= " << g.in_sp[d] << "LL) continue;\n";
+    } else {
+      os << ind << "const int64_t i" << d << " = o" << d << " * " << g.stride[d] << "LL - " << g.pad[d] << "LL + j" << d
+         << " * " << g.dil[d] << "LL;\n"
+         << ind << "if (i" << d << " < 0 || i" << d << " >= " << g.in_sp[d] << "LL) continue;\n";
+    }
+  }
+  std::string xi = "i0", wi = "j0";
+  for (size_t d = 1; d < sp; ++d) {
+    xi = "(" + xi + ") * " + std::to_string(g.in_sp[d]) + "LL + i" + std::to_string(d);
+    wi = "(" + wi + ") * " + std::to_string(g.k_sp[d]) + "LL + j" + std::to_string(d);
+  }
+  os << ind << "acc += (" << A << ")xp[" << xi << "] * (" << A << ")wp[" << wi << "];\n";
+  for (size_t d = sp; d-- > 0;) {
+    ind.resize(ind.size() - 2);
+    os << ind << "}\n";
+  }
+  os << "    }\n";
+  if (has_bias) os << "    acc += (" << A << ")b[co];\n";
+  os << "    y[i] = (" << T << ")acc;\n"
+     << "  }\n"
+     << "}\n";
+  return os.str();
+}
+
+const char* kCudnnPrelude =
+    "#include <cudnn.h>\n"
+    "#include <cuda_fp16.h>\n"
+    "#include <cuda_bf16.h>\n"
+    "#include <mutex>\n\n"
+    "#ifndef KF_CUDNN\n"
+    "#define KF_CUDNN(call)                                                                            \\\n"
+    "  do {                                                                                            \\\n"
+    "    cudnnStatus_t kf_s_ = (call);                                                                 \\\n"
+    "    if (kf_s_ != CUDNN_STATUS_SUCCESS)                                                            \\\n"
+    "      return kf_fail(1, \"%s:%d: %s failed: %s\", __FILE__, __LINE__, #call, cudnnGetErrorString(kf_s_)); \\\n"
+    "  } while (0)\n"
+    "#endif\n";
+
+// The cuDNN path: descriptors, algorithm choice and the per-chunk calls.
+std::string cudnn_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
+                       int64_t& launches) {
+  const std::string name = ctx.kernel.name;
+  const ir::DType dt = ctx.out_type().dtype;
+  const std::string A = acc_type(dt);
+  // 1-d as 2-d with a unit height.
+  const bool one_d = g.sp == 1;
+  std::vector<int64_t> pad = g.pad, stride = g.stride, dil = g.dil, in_sp = g.in_sp, out_sp = g.out_sp, k_sp = g.k_sp;
+  if (one_d) {
+    pad.insert(pad.begin(), 0);
+    stride.insert(stride.begin(), 1);
+    dil.insert(dil.begin(), 1);
+    in_sp.insert(in_sp.begin(), 1);
+    out_sp.insert(out_sp.begin(), 1);
+    k_sp.insert(k_sp.begin(), 1);
+  }
+  const size_t conv_dims = pad.size();
+  const size_t nb_dims = conv_dims + 2;
+  // Batch chunks of at most 2^31-1 elements per tensor.
+  const int64_t per = std::max<int64_t>({g.in_sample, g.out_sample, 1});
+  const int64_t chunk = std::min<int64_t>(g.n, INT_MAX / per);
+  const int64_t full = g.n / chunk;
+  const int64_t tail = g.n % chunk;
+  std::string math = "CUDNN_DEFAULT_MATH";
+  if (dt == ir::DType::kFloat16 || dt == ir::DType::kBFloat16) math = "CUDNN_TENSOR_OP_MATH";
+  if (dt == ir::DType::kFloat32 && ctx.sched.precision == "3xtf32") math = "CUDNN_FMA_MATH";
+  std::vector<int64_t> wdims(ctx.in_type(1).shape.begin(), ctx.in_type(1).shape.begin() + 2);
+  wdims.insert(wdims.end(), k_sp.begin(), k_sp.end());
+  std::vector<int64_t> xdims{g.cin}, ydims{g.cout};
+  xdims.insert(xdims.end(), in_sp.begin(), in_sp.end());
+  ydims.insert(ydims.end(), out_sp.begin(), out_sp.end());
+  const std::string perf_t = g.transpose ? "cudnnConvolutionBwdDataAlgoPerf_t" : "cudnnConvolutionFwdAlgoPerf_t";
+  const std::string algo_t = g.transpose ? "cudnnConvolutionBwdDataAlgo_t" : "cudnnConvolutionFwdAlgo_t";
+  const std::string algo_count =
+      g.transpose ? "CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT" : "CUDNN_CONVOLUTION_FWD_ALGO_COUNT";
+
+  std::ostringstream os;
+  os << "namespace {\n"
+     << "constexpr cudnnDataType_t kType = " << cudnn_type(dt) << ";\n"
+     << "constexpr cudnnDataType_t kCompute = "
+     << (dt == ir::DType::kFloat64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT") << ";\n"
+     << "// "
+     << (math == "CUDNN_DEFAULT_MATH" ? "torch's math type for fp32 convs with allow_tf32 (TF32 tensor cores allowed)"
+         : math == "CUDNN_FMA_MATH"   ? "precision 3xtf32: exact fp32 FMA kernels"
+                                      : "torch's math type for 16-bit convs")
+     << "\n"
+     << "constexpr cudnnMathType_t kMath = " << math << ";\n"
+     << "constexpr int kConvDims = " << conv_dims << ";\n"
+     << "constexpr int kNbDims = " << nb_dims << ";\n"
+     << "const int kPad[kConvDims] = " << int_list(pad) << ";\n"
+     << "const int kStride[kConvDims] = " << int_list(stride) << ";\n"
+     << "const int kDilation[kConvDims] = " << int_list(dil) << ";\n"
+     << "const int kWeightDims[kNbDims] = " << int_list(wdims) << ";\n"
+     << "const int kXDims[kNbDims - 1] = " << int_list(xdims) << ";  // per sample: channels, spatial\n"
+     << "const int kYDims[kNbDims - 1] = " << int_list(ydims) << ";\n"
+     << "constexpr int64_t kChunk = " << chunk << ";  // samples per cuDNN call (tensors under 2^31 elements)\n"
+     << "constexpr int64_t kFullChunks = " << full << ";\n"
+     << "constexpr int64_t kTail = " << tail << ";\n\n"
+     << "struct Plan {\n"
+     << "  bool ready = false;\n"
+     << "  cudnnTensorDescriptor_t x = nullptr;  // the input" << (g.transpose ? " (cuDNN's dy)" : "") << "\n"
+     << "  cudnnTensorDescriptor_t y = nullptr;  // the output" << (g.transpose ? " (cuDNN's dx)" : "") << "\n"
+     << "  cudnnFilterDescriptor_t w = nullptr;\n"
+     << "  cudnnConvolutionDescriptor_t conv = nullptr;\n"
+     << "  " << algo_t << " algo{};\n"
+     << "  size_t workspace = 0;\n"
+     << "};\n"
+     << "// Per device: [0] for full chunks, [1] for the tail chunk.\n"
+     << "Plan g_plans[64][2];\n"
+     << "std::mutex g_mu;\n\n"
+     << "int set_tensor(cudnnTensorDescriptor_t d, int n, const int* per_sample) {\n"
+     << "  int dims[kNbDims], strides[kNbDims];\n"
+     << "  dims[0] = n;\n"
+     << "  for (int i = 1; i < kNbDims; ++i) dims[i] = per_sample[i - 1];\n"
+     << "  strides[kNbDims - 1] = 1;\n"
+     << "  for (int i = kNbDims - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];\n"
+     << "  KF_CUDNN(cudnnSetTensorNdDescriptor(d, kType, kNbDims, dims, strides));\n"
+     << "  return 0;\n"
+     << "}\n\n"
+     << "// Descriptors for chunks of n samples and the algorithm (timed once, or heuristic under capture).\n"
+     << "int make_plan(cudnnHandle_t h, KfContext* ctx, Plan& p, int n, const " << T << "* x, const " << T << "* w, "
+     << T << "* y) {\n"
+     << "  if (p.x == nullptr) KF_CUDNN(cudnnCreateTensorDescriptor(&p.x));\n"
+     << "  if (p.y == nullptr) KF_CUDNN(cudnnCreateTensorDescriptor(&p.y));\n"
+     << "  if (p.w == nullptr) KF_CUDNN(cudnnCreateFilterDescriptor(&p.w));\n"
+     << "  if (p.conv == nullptr) KF_CUDNN(cudnnCreateConvolutionDescriptor(&p.conv));\n"
+     << "  int rc = set_tensor(p.x, n, kXDims);\n"
+     << "  if (rc != 0) return rc;\n"
+     << "  if ((rc = set_tensor(p.y, n, kYDims)) != 0) return rc;\n"
+     << "  KF_CUDNN(cudnnSetFilterNdDescriptor(p.w, kType, CUDNN_TENSOR_NCHW, kNbDims, kWeightDims));\n"
+     << "  KF_CUDNN(cudnnSetConvolutionNdDescriptor(p.conv, kConvDims, kPad, kStride, kDilation, "
+        "CUDNN_CROSS_CORRELATION, kCompute));\n"
+     << "  KF_CUDNN(cudnnSetConvolutionGroupCount(p.conv, " << g.groups << "));\n"
+     << "  KF_CUDNN(cudnnSetConvolutionMathType(p.conv, kMath));\n"
+     << "  " << perf_t << " perf[" << algo_count << "];\n"
+     << "  int returned = 0;\n"
+     << "  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;\n"
+     << "  KF_CUDA(cudaStreamIsCapturing(ctx->stream, &capture));\n"
+     << "  if (capture == cudaStreamCaptureStatusNone) {\n";
+  if (g.transpose) {
+    os << "    KF_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(h, p.w, w, p.x, x, p.conv, p.y, y, " << algo_count
+       << ", &returned, perf, ctx->workspace, ctx->workspace_bytes));\n"
+       << "  } else {\n"
+       << "    KF_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w, p.x, p.conv, p.y, " << algo_count
+       << ", &returned, perf));\n";
+  } else {
+    os << "    KF_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(h, p.x, x, p.w, w, p.conv, p.y, y, " << algo_count
+       << ", &returned, perf, ctx->workspace, ctx->workspace_bytes));\n"
+       << "  } else {\n"
+       << "    KF_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, p.w, p.conv, p.y, " << algo_count
+       << ", &returned, perf));\n";
+  }
+  os << "  }\n"
+     << "  for (int i = 0; i < returned; ++i) {\n"
+     << "    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx->workspace_bytes) continue;\n"
+     << "    // Never fp16 down-conversion of fp32/fp64 data; no tensor cores when exact fp32 is asked for.\n"
+     << "    if (perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && kType != CUDNN_DATA_HALF) continue;\n"
+     << "    if (kMath == CUDNN_FMA_MATH && perf[i].mathType == CUDNN_TENSOR_OP_MATH) continue;\n"
+     << "    KF_CUDNN(cudnnSetConvolutionMathType(p.conv, kMath == CUDNN_FMA_MATH ? kMath : perf[i].mathType));\n"
+     << "    p.algo = perf[i].algo;\n"
+     << "    p.workspace = perf[i].memory;\n"
+     << "    p.ready = true;\n"
+     << "    return 0;\n"
+     << "  }\n"
+     << "  return kf_fail(3, \"" << name
+     << ": cuDNN offers no algorithm for this convolution within the %zu-byte workspace (%d tried)\", "
+        "ctx->workspace_bytes, returned);\n"
+     << "}\n\n"
+     << "int run_chunk(cudnnHandle_t h, KfContext* ctx, Plan& p, int n, const " << T << "* x, const " << T << "* w, "
+     << T << "* y) {\n"
+     << "  if (!p.ready) {\n"
+     << "    const int rc = make_plan(h, ctx, p, n, x, w, y);\n"
+     << "    if (rc != 0) return rc;\n"
+     << "  }\n"
+     << "  if (p.workspace > ctx->workspace_bytes) return kf_fail(2, \"" << name
+     << ": the cuDNN algorithm needs %zu bytes of workspace, %zu given\", p.workspace, ctx->workspace_bytes);\n"
+     << "  const " << A << " one = 1, zero = 0;\n";
+  if (g.transpose) {
+    os << "  KF_CUDNN(cudnnConvolutionBackwardData(h, &one, p.w, w, p.x, x, p.conv, p.algo, ctx->workspace, "
+          "p.workspace, &zero, p.y, y));\n";
+  } else {
+    os << "  KF_CUDNN(cudnnConvolutionForward(h, &one, p.x, x, p.w, w, p.conv, p.algo, ctx->workspace, p.workspace, "
+          "&zero, p.y, y));\n";
+  }
+  os << "  return 0;\n"
+     << "}\n";
+  if (has_bias) os << "\n" << bias_kernel(ctx, g, T, A, true, false);
+  os << "}  // namespace\n\n"
+     << ctx.signature() << " {\n"
+     << "  cudnnHandle_t h = static_cast<cudnnHandle_t>(kf_cudnn_handle(ctx));\n"
+     << "  if (h == nullptr) return kf_fail(1, \"" << name << ": no cuDNN handle for device %d\", ctx->device);\n"
+     << "  if (ctx->device < 0 || ctx->device >= 64) return kf_fail(1, \"" << name
+     << ": device %d is out of range\", ctx->device);\n"
+     << "  const " << T << "* x = " << ctx.in_ptr(0) << ";\n"
+     << "  const " << T << "* w = " << ctx.in_ptr(1) << ";\n"
+     << "  " << T << "* y = " << ctx.out_ptr() << ";\n"
+     << "  std::lock_guard<std::mutex> lock(g_mu);\n"
+     << "  Plan* plans = g_plans[ctx->device];\n"
+     << "  for (int64_t c = 0; c < kFullChunks; ++c) {\n"
+     << "    const int rc = run_chunk(h, ctx, plans[0], (int)kChunk, x + c * kChunk * " << g.in_sample
+     << "LL, w, y + c * kChunk * " << g.out_sample << "LL);\n"
+     << "    if (rc != 0) return rc;\n"
+     << "  }\n"
+     << "  if (kTail > 0) {\n"
+     << "    const int rc = run_chunk(h, ctx, plans[1], (int)kTail, x + kFullChunks * kChunk * " << g.in_sample
+     << "LL, w, y + kFullChunks * kChunk * " << g.out_sample << "LL);\n"
+     << "    if (rc != 0) return rc;\n"
+     << "  }\n";
+  launches = full + (tail > 0 ? 1 : 0);
+  if (has_bias) {
+    os << bias_launch(ctx, true);
+    ++launches;
+  }
+  os << "  return 0;\n"
+     << "}\n";
+  return os.str();
+}
+
+StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose) {
+  const char* what = transpose ? "conv_transpose" : "conv";
+  KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(ctx, transpose));
+  const ir::DType dt = ctx.out_type().dtype;
+  const bool has_bias = ctx.has_input(2);
+  for (size_t i = 0; i < ctx.node().inputs.size(); ++i) {
+    if (ctx.has_input(i) && ctx.in_type(i).dtype != dt) {
+      return unsupported(std::string(what) + " with tensors of different dtypes; torch refuses them too");
+    }
+  }
+  if (cudnn_type(dt).empty()) {
+    return unsupported(std::string(what) + " on " + std::string(ir::dtype_name(dt)) +
+                       " tensors: torch has no CUDA convolution for them, nor has kforge");
+  }
+  if (has_bias && ctx.in_type(2).numel() != g.cout)
+    return invalid_argument(std::string(what) + ": the bias needs one value per output channel");
+  const std::string T = ctype(dt);
+  const std::string A = acc_type(dt);
+  const std::string headers = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+
+  if (ctx.out_type().numel() == 0) {
+    KernelSource src = begin_source(ctx);
+    src.code += "// the result is empty: nothing to compute\n" + ctx.signature() +
+                " {\n  (void)ctx;\n  (void)bufs;\n  return 0;\n}\n";
+    src.launches = 0;
+    return src;
+  }
+  if (g.cin_g == 0) {
+    // No input channels per group: every output is the bias (or zero).
+    KernelSource src = begin_source(ctx, headers);
+    src.code += "namespace {\n" + bias_kernel(ctx, g, T, A, has_bias, true) + "}  // namespace\n\n" + ctx.signature() +
+                " {\n  // Empty contraction (no input channels): the output is the bias, or zero.\n" +
+                bias_launch(ctx, has_bias) + "  return 0;\n}\n";
+    return src;
+  }
+  const std::string reason = direct_reason(ctx, g);
+  if (!reason.empty()) {
+    KernelSource src = begin_source(ctx, headers);
+    int64_t block = ctx.kernel.knob("block", 256);
+    src.code += "// Direct kernel, not cuDNN: " + reason + ".\nnamespace {\n" + direct_kernel(ctx, g, T, A, has_bias) +
+                "}  // namespace\n\n" + ctx.signature() + " {\n  " + ctx.kernel.name + "_direct<<<kf_grid(" +
+                std::to_string(ctx.out_type().numel()) + "LL, " + std::to_string(block) + "), " +
+                std::to_string(block) + ", 0, ctx->stream>>>(" + ctx.in_ptr(0) + ", " + ctx.in_ptr(1) + ", " +
+                (has_bias ? ctx.in_ptr(2) + ", " : "") + ctx.out_ptr() + ");\n  KF_LAUNCHED();\n  return 0;\n}\n";
+    src.launches = 1;
+    return src;
+  }
+  KernelSource src = begin_source(ctx, kCudnnPrelude);
+  src.libraries = {"cudnn"};
+  // Workspace for the algorithms: the knob workspace_mb, else the size of input and output
+  // (clamped to 32 MiB .. 512 MiB), enough for the implicit-GEMM and most FFT/Winograd choices.
+  const int64_t io_bytes = static_cast<int64_t>(ctx.in_type(0).bytes() + ctx.out_type().bytes());
+  const int64_t ws_mb = ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_bytes >> 20, 32, 512));
+  src.workspace_bytes = static_cast<size_t>(ws_mb) << 20;
+  int64_t launches = 0;
+  src.code += cudnn_code(ctx, g, T, has_bias, launches);
+  src.launches = launches;
+  return src;
+}
+
+}  // namespace
+
+StatusOr<KernelSource> emit_Conv(const EmitContext& ctx) {
+  return emit_conv_family(ctx, false);
+}
+
+StatusOr<KernelSource> emit_ConvTranspose(const EmitContext& ctx) {
+  return emit_conv_family(ctx, true);
+}
+
+}  // namespace kforge::codegen

@@ -1,0 +1,222 @@
+// Matmul and Linear: cuBLAS GEMMs on row-major tensors (C^T = B^T A^T in cuBLAS's column-major
+// terms), shapes baked in. torch.matmul semantics: 1-D operands gain a unit dim that the result
+// drops, batch dims broadcast. The batch plan, cheapest first:
+//   - b has no batch (or only size-1 batch dims): a's batch folds into M, one GEMM
+//     ((N*M, K) @ (K, L) for (N, M, K) @ (K, L));
+//   - each operand's batch is either complete or absent (all size 1): one strided-batched GEMM,
+//     stride 0 for the absent side;
+//   - any other broadcast ([B, 1] against [1, H]): a small kernel writes per-batch pointer arrays
+//     into ctx->workspace, then one cublasGemmBatchedEx.
+// Linear: y[R, O] = x[R, I] W[O, I]^T (+ bias): the bias is broadcast into y first and the GEMM
+// accumulates onto it (beta = 1), which rounds once like torch's addmm with a bias epilogue.
+// K == 0 (an empty contraction) gives zeros (or the bias) without calling cuBLAS.
+#include <sstream>
+
+#include "codegen/elementwise_index.h"
+#include "codegen/emit.h"
+#include "codegen/gemm_emit.h"
+#include "ir/shape_rules.h"
+
+namespace kforge::codegen {
+
+namespace {
+
+int64_t numel_of(const ir::Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+KernelSource empty_kernel(const EmitContext& ctx, const std::string& why) {
+  KernelSource src = begin_source(ctx);
+  src.code += "// " + why + "\n" + ctx.signature() + " {\n  (void)ctx;\n  (void)bufs;\n  return 0;\n}\n";
+  src.launches = 0;
+  return src;
+}
+
+Status same_dtypes(const EmitContext& ctx, const std::string& what) {
+  ir::DType t = ctx.out_type().dtype;
+  for (size_t i = 0; i < ctx.node().inputs.size(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    if (ctx.in_type(i).dtype != t) {
+      return unsupported(what + " with operands of different dtypes (" +
+                         std::string(ir::dtype_name(ctx.in_type(i).dtype)) + " and " + std::string(ir::dtype_name(t)) +
+                         "); torch refuses them too");
+    }
+  }
+  return Status::ok();
+}
+
+std::string block_knob(const EmitContext& ctx) {
+  return std::to_string(ctx.kernel.knob("block", 256));
+}
+
+}  // namespace
+
+StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
+  const ir::Shape& sa = ctx.in_type(0).shape;
+  const ir::Shape& sb = ctx.in_type(1).shape;
+  KF_RETURN_IF_ERROR(same_dtypes(ctx, "matmul"));
+  if (sa.empty() || sb.empty()) return invalid_argument("matmul needs operands of rank >= 1");
+  const int64_t out_numel = ctx.out_type().numel();
+  if (out_numel == 0) return empty_kernel(ctx, "the result is empty: nothing to compute");
+  KF_ASSIGN_OR_RETURN(gemm::GemmTypes types, gemm::gemm_types(ctx.out_type().dtype, ctx.sched.precision, "matmul"));
+
+  ir::Shape a2 = sa.size() == 1 ? ir::Shape{1, sa[0]} : sa;
+  ir::Shape b2 = sb.size() == 1 ? ir::Shape{sb[0], 1} : sb;
+  const int64_t M = a2[a2.size() - 2];
+  const int64_t K = a2.back();
+  const int64_t N = b2.back();
+  ir::Shape batch_a(a2.begin(), a2.end() - 2);
+  ir::Shape batch_b(b2.begin(), b2.end() - 2);
+  KF_ASSIGN_OR_RETURN(ir::Shape batch, ir::broadcast_shapes(batch_a, batch_b));
+  const int64_t nb = numel_of(batch);
+  const int64_t nba = numel_of(batch_a);
+  const int64_t nbb = numel_of(batch_b);
+
+  KernelSource src = begin_source(ctx, gemm::cublas_headers());
+  src.libraries = {"cublas"};
+  const std::string T = types.ctype;
+  std::ostringstream pre;   // file-scope code (kernels)
+  std::ostringstream body;  // the entry function's body
+  const std::string A = ctx.in_ptr(0), B = ctx.in_ptr(1), C = ctx.out_ptr();
+
+  if (K == 0) {
+    body << "  // Empty contraction (K = 0): the result is all zeros.\n"
+         << "  KF_CUDA(cudaMemsetAsync(" << C << ", 0, "
+         << out_numel * static_cast<int64_t>(ir::dtype_size(ctx.out_type().dtype)) << "ULL, ctx->stream));\n";
+    src.launches = 1;
+  } else {
+    body << gemm::cublas_handle_prologue(ctx.kernel.name);
+    gemm::RowMajorGemm g;
+    g.n = N;
+    g.k = K;
+    g.lda = K;
+    g.ldb = N;
+    g.ldc = N;
+    if (nbb == 1) {
+      body << "  // b has no batch: a's batch dims fold into M (" << nba << " x " << M << " rows), one GEMM.\n";
+      g.m = nba * M;
+      g.a = A;
+      g.b = B;
+      g.c = C;
+      body << gemm::gemm_call(g, types, "  ");
+      src.launches = 1;
+    } else if ((nba == 1 || nba == nb) && nbb == nb) {
+      body << "  // " << nb << " batched GEMMs" << (nba == 1 ? " sharing one a (stride 0)" : "") << ".\n";
+      g.m = M;
+      g.a = A;
+      g.b = B;
+      g.c = C;
+      g.batch = nb;
+      g.stride_a = nba == 1 ? 0 : M * K;
+      g.stride_b = K * N;
+      g.stride_c = M * N;
+      body << gemm::gemm_call(g, types, "  ");
+      src.launches = 1;
+    } else {
+      // General broadcast of batch dims: pointer arrays built on the device.
+      const size_t ws = gemm::align256(static_cast<size_t>(3 * nb) * sizeof(void*));
+      src.workspace_bytes = ws;
+      pre << "namespace {\n"
+          << "// Per-batch pointers for batch dims " << ir::shape_str(batch_a) << " x " << ir::shape_str(batch_b)
+          << " -> " << ir::shape_str(batch) << ".\n"
+          << "__global__ void __launch_bounds__(" << block_knob(ctx) << ") " << ctx.kernel.name << "_ptrs(const " << T
+          << "* a, const " << T << "* b, " << T << "* c, const void** pa, const void** pb, void** pc) {\n"
+          << "  KF_GRID_STRIDE(i, " << nb << "LL) {\n"
+          << "    pa[i] = a + " << broadcast_offset(batch_a, batch, "i") << " * " << M * K << "LL;\n"
+          << "    pb[i] = b + " << broadcast_offset(batch_b, batch, "i") << " * " << K * N << "LL;\n"
+          << "    pc[i] = c + i * " << M * N << "LL;\n"
+          << "  }\n"
+          << "}\n"
+          << "}  // namespace\n\n";
+      body << "  if (ctx->workspace_bytes < " << ws << "ULL) return kf_fail(2, \"" << ctx.kernel.name
+           << ": workspace of %zu bytes is smaller than the " << ws
+           << " its pointer arrays need\", ctx->workspace_bytes);\n"
+           << "  void** kf_p = static_cast<void**>(ctx->workspace);\n"
+           << "  const void** kf_pa = const_cast<const void**>(kf_p);\n"
+           << "  const void** kf_pb = kf_pa + " << nb << "LL;\n"
+           << "  void** kf_pc = kf_p + " << 2 * nb << "LL;\n"
+           << "  " << ctx.kernel.name << "_ptrs<<<kf_grid(" << nb << "LL, " << block_knob(ctx) << "), "
+           << block_knob(ctx) << ", 0, ctx->stream>>>(" << A << ", " << B << ", " << C << ", kf_pa, kf_pb, kf_pc);\n"
+           << "  KF_LAUNCHED();\n";
+      g.m = M;
+      g.a = "kf_pa";
+      g.b = "kf_pb";
+      g.c = "kf_pc";
+      g.batch = nb;
+      g.pointer_arrays = true;
+      body << gemm::gemm_call(g, types, "  ");
+      src.launches = 2;
+    }
+  }
+  src.code += pre.str() + ctx.signature() + " {\n" + body.str() + "  return 0;\n}\n";
+  return src;
+}
+
+StatusOr<KernelSource> emit_Linear(const EmitContext& ctx) {
+  const ir::Shape& sx = ctx.in_type(0).shape;
+  const ir::Shape& sw = ctx.in_type(1).shape;
+  KF_RETURN_IF_ERROR(same_dtypes(ctx, "linear"));
+  if (sw.size() != 2 || sx.empty() || sx.back() != sw[1])
+    return invalid_argument("linear: input and weight feature sizes differ");
+  const int64_t out_numel = ctx.out_type().numel();
+  if (out_numel == 0) return empty_kernel(ctx, "the result is empty: nothing to compute");
+  KF_ASSIGN_OR_RETURN(gemm::GemmTypes types, gemm::gemm_types(ctx.out_type().dtype, ctx.sched.precision, "linear"));
+  const int64_t O = sw[0];
+  const int64_t I = sw[1];
+  const int64_t R = out_numel / O;
+  const bool has_bias = ctx.has_input(2);
+  if (has_bias && ctx.in_type(2).numel() != O) return invalid_argument("linear: bias has the wrong size");
+
+  KernelSource src = begin_source(ctx, gemm::cublas_headers());
+  src.libraries = {"cublas"};
+  const std::string T = types.ctype;
+  std::ostringstream pre, body;
+  const std::string X = ctx.in_ptr(0), W = ctx.in_ptr(1), Y = ctx.out_ptr();
+  const std::string block = block_knob(ctx);
+  int64_t launches = 0;
+  if (has_bias) {
+    pre << "namespace {\n"
+        << "// y[r, o] = bias[o]: the GEMM then accumulates onto it (beta = 1).\n"
+        << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_bias(const " << T
+        << "* __restrict__ bias, " << T << "* __restrict__ y) {\n"
+        << "  KF_GRID_STRIDE(i, " << out_numel << "LL) { y[i] = bias[i % " << O << "LL]; }\n"
+        << "}\n"
+        << "}  // namespace\n\n";
+    body << "  " << ctx.kernel.name << "_bias<<<kf_grid(" << out_numel << "LL, " << block << "), " << block
+         << ", 0, ctx->stream>>>(" << ctx.in_ptr(2) << ", " << Y << ");\n"
+         << "  KF_LAUNCHED();\n";
+    ++launches;
+  }
+  if (I == 0) {
+    if (!has_bias) {
+      body << "  // Empty contraction (in_features = 0): the result is all zeros.\n"
+           << "  KF_CUDA(cudaMemsetAsync(" << Y << ", 0, "
+           << out_numel * static_cast<int64_t>(ir::dtype_size(ctx.out_type().dtype)) << "ULL, ctx->stream));\n";
+      ++launches;
+    }
+  } else {
+    body << gemm::cublas_handle_prologue(ctx.kernel.name) << "  // y[" << R << ", " << O << "] = x[" << R << ", " << I
+         << "] * W[" << O << ", " << I << "]^T" << (has_bias ? " + y" : "") << "\n";
+    gemm::RowMajorGemm g;
+    g.m = R;
+    g.n = O;
+    g.k = I;
+    g.a = X;
+    g.lda = I;
+    g.b = W;
+    g.trans_b = true;
+    g.ldb = I;
+    g.c = Y;
+    g.ldc = O;
+    g.beta = has_bias ? "1" : "0";
+    body << gemm::gemm_call(g, types, "  ");
+    ++launches;
+  }
+  src.launches = launches;
+  src.code += pre.str() + ctx.signature() + " {\n" + body.str() + "  return 0;\n}\n";
+  return src;
+}
+
+}  // namespace kforge::codegen

@@ -1,0 +1,232 @@
+// Norm family: batch_norm, instance_norm, group_norm, layer_norm. Batch statistics come from one of
+// the shared reduction kernels (reduce_common.h): sums of values shifted by the group's first
+// element, accumulated in double (no cancellation, order-independent merges), giving the mean and
+// the biased variance; they land in ctx->workspace as (mean, 1/sqrt(var + eps)) per group. Running
+// statistics (eval-mode batch_norm, instance_norm without input stats) are read directly. One
+// elementwise pass then writes (x - mean) * rstd * weight + bias.
+#include <sstream>
+
+#include "codegen/emit.h"
+#include "codegen/reduce_common.h"
+
+namespace kforge::codegen {
+
+namespace {
+
+using reduce::ll;
+
+std::string to_out(ir::DType t, const std::string& expr) {
+  std::string c = ctype(t);
+  if (t == ir::DType::kFloat16 || t == ir::DType::kBFloat16) return "(" + c + ")(float)(" + expr + ")";
+  return "(" + c + ")(" + expr + ")";
+}
+
+std::string load(ir::DType t, const std::string& CT, const std::string& expr) {
+  return ir::is_floating(t) ? "(" + CT + ")" + expr : "(" + CT + ")(long long)" + expr;
+}
+
+}  // namespace
+
+StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const ir::TensorType& in = ctx.in_type(0);
+  const ir::TensorType& out = ctx.out_type();
+  const ir::Shape& shape = in.shape;
+  const int64_t numel = out.numel();
+  if (numel == 0) {
+    KernelSource src = begin_source(ctx);
+    src.code += ctx.signature() + " {\n  (void)ctx;\n  (void)bufs;\n  return 0;\n}\n";
+    src.launches = 0;
+    return src;
+  }
+  const std::string K = ctx.kernel.name;
+  const std::string CT = in.dtype == ir::DType::kFloat64 ? "double" : "float";
+  const double eps = node.attrs.f("eps");
+  const std::string eps_lit = double_literal(eps);
+
+  // How elements map to statistics groups and to affine parameters.
+  int64_t N = shape[0];
+  int64_t C = shape.size() >= 2 ? shape[1] : 1;
+  int64_t HW = 1;
+  for (size_t i = 2; i < shape.size(); ++i) HW *= shape[i];
+  bool batch_stats = false;  // statistics computed here (else running statistics)
+  reduce::Layout layout;
+  std::string group_of;   // expression of element index i: the statistics group
+  std::string affine_of;  // expression of i: the weight/bias index
+  int64_t groups = 0;
+  switch (node.op) {
+    case ir::OpId::kBatchNorm: {
+      batch_stats = node.attrs.b("training");
+      std::vector<int64_t> dims = {0};
+      for (size_t i = 2; i < shape.size(); ++i) dims.push_back(static_cast<int64_t>(i));
+      layout = reduce::make_layout(shape, dims);
+      groups = C;
+      group_of = "((i / " + ll(HW) + ") % " + ll(C) + ")";
+      affine_of = group_of;
+      break;
+    }
+    case ir::OpId::kInstanceNorm: {
+      batch_stats = node.attrs.b("use_input_stats");
+      layout = reduce::make_layout({N * C, HW}, {1});
+      groups = batch_stats ? N * C : C;
+      group_of = batch_stats ? "(i / " + ll(HW) + ")" : "((i / " + ll(HW) + ") % " + ll(C) + ")";
+      affine_of = "((i / " + ll(HW) + ") % " + ll(C) + ")";
+      break;
+    }
+    case ir::OpId::kGroupNorm: {
+      batch_stats = true;
+      int64_t G = node.attrs.i("num_groups");
+      int64_t per = C / G * HW;
+      layout = reduce::make_layout({N * G, per}, {1});
+      groups = N * G;
+      group_of = "(i / " + ll(per) + ")";
+      affine_of = "((i / " + ll(HW) + ") % " + ll(C) + ")";
+      break;
+    }
+    case ir::OpId::kLayerNorm: {
+      batch_stats = true;
+      int64_t D = 1;
+      for (auto d : node.attrs.ints("normalized_shape")) D *= d;
+      int64_t rows = D == 0 ? 0 : numel / D;
+      layout = reduce::make_layout({rows, D}, {1});
+      groups = rows;
+      group_of = "(i / " + ll(D) + ")";
+      affine_of = "(i % " + ll(D) + ")";
+      break;
+    }
+    default: return unsupported("no normalization rule for " + ir::describe(ctx.graph, node));
+  }
+  const bool has_w = ctx.has_input(1), has_b = ctx.has_input(2);
+  const bool running = !batch_stats;
+  if (running && (!ctx.has_input(3) || !ctx.has_input(4))) {
+    return invalid_argument(std::string(ir::op_info(node.op).name) +
+                            " without batch statistics needs running_mean and running_var (torch raises)");
+  }
+
+  std::vector<ir::DType> types = {in.dtype, out.dtype};
+  for (size_t k = 1; k < node.inputs.size(); ++k) {
+    if (ctx.has_input(k)) types.push_back(ctx.in_type(k).dtype);
+  }
+  KernelSource src = begin_source(ctx, reduce::half_headers(types));
+  std::ostringstream dev, host;
+  int64_t launches = 0;
+  size_t workspace = 0;
+  // float: (mean rounded to float, the rest of the mean, rstd, unused), so x - mean keeps the
+  // double-accumulated mean's accuracy; double: (mean, rstd).
+  const std::string stats_t = CT == "double" ? "double2" : "float4";
+  const std::string stats_host = "reinterpret_cast<" + stats_t + "*>(ctx->workspace)";
+  std::string mode = "running statistics";
+
+  if (batch_stats) {
+    // Statistics: (mean, rstd) per group into the start of the workspace, partials after them.
+    const std::string A = K + "_A";
+    dev << "struct " << A << " {\n"
+        << "  double k, s1, s2;\n"
+        << "  __device__ __forceinline__ void add(" << CT
+        << " x) { const double e = (double)x - k; s1 += e; s2 += e * e; }\n"
+        << "  __device__ __forceinline__ void merge(const " << A << "& o) { s1 += o.s1; s2 += o.s2; }\n"
+        << "  __device__ __forceinline__ " << A << " shfl_down(int d) const {\n"
+        << "    " << A << " r;\n"
+        << "    r.k = __shfl_down_sync(0xffffffffu, k, d);\n"
+        << "    r.s1 = __shfl_down_sync(0xffffffffu, s1, d);\n"
+        << "    r.s2 = __shfl_down_sync(0xffffffffu, s2, d);\n"
+        << "    return r;\n"
+        << "  }\n"
+        << "};\n";
+    reduce::Spec s;
+    s.prefix = K + "_st";
+    s.layout = layout;
+    s.acc = A;
+    s.acc_bytes = 24;
+    s.elem = CT;
+    s.load = load(in.dtype, CT, "in0[off]");
+    s.init = "a.s1 = 0.0; a.s2 = 0.0; a.k = (double)" + s.prefix + "_LOAD(base);";
+    s.add = "a.add(v);";
+    const std::string n = double_literal(static_cast<double>(layout.N));
+    s.store =
+        "const double mu = a.s1 / " + n + "; double var = a.s2 / " + n +
+        " - mu * mu; var = var < 0.0 ? 0.0 : var; const double mean = a.k + mu; const double rstd = 1.0 / sqrt(var + " +
+        eps_lit + "); ";
+    if (CT == "double") {
+      s.store += "stats[o] = make_double2(mean, rstd);";
+    } else {
+      s.store +=
+          "const float hi = (float)mean; stats[o] = make_float4(hi, (float)(mean - (double)hi), (float)rstd, 0.0f);";
+    }
+    s.params = "const " + ctype(in.dtype) + "* __restrict__ in0, " + stats_t + "* __restrict__ stats";
+    s.args = ctx.in_ptr(0) + ", " + stats_host;
+    if (in.dtype == ir::DType::kFloat32) {
+      s.vec_ptr = "in0";
+      s.vec_host = ctx.in_ptr(0);
+    }
+    s.workspace_offset = reduce::align256(static_cast<size_t>(groups) * 16);
+    s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+    reduce::Code rc = reduce::emit(s);
+    dev << rc.device;
+    workspace = std::max(rc.workspace_bytes, s.workspace_offset);
+    host << "  if (ctx->workspace_bytes < " << workspace << "ULL) return kf_fail(3, \"" << K
+         << ": workspace of %zu bytes is smaller than the " << workspace << " it needs\", ctx->workspace_bytes);\n"
+         << rc.host;
+    launches += rc.launches;
+    mode = "batch statistics: " + rc.mode;
+  }
+
+  // The normalization pass.
+  std::ostringstream params, args;
+  params << "const " << ctype(in.dtype) << "* __restrict__ x";
+  args << ctx.in_ptr(0);
+  for (size_t k = 1; k <= 4; ++k) {
+    if (!ctx.has_input(k)) continue;
+    if (k >= 3 && !running) continue;
+    params << ", const " << ctype(ctx.in_type(k).dtype) << "* __restrict__ p" << k;
+    args << ", " << ctx.in_ptr(k);
+  }
+  if (batch_stats) {
+    params << ", const " << stats_t << "* __restrict__ stats";
+    args << ", " << stats_host;
+  }
+  params << ", " << ctype(out.dtype) << "* __restrict__ y";
+  args << ", " << ctx.out_ptr();
+  const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+  dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_apply(" << params.str() << ") {\n"
+      << "  KF_GRID_STRIDE(i, " << ll(numel) << ") {\n"
+      << "    const long long g = " << group_of << ";\n"
+      << "    (void)g;\n";
+  std::string centered = "(" + load(in.dtype, CT, "x[i]") + " - mean)";
+  if (batch_stats && CT == "double") {
+    dev << "    const double2 st = stats[g];\n"
+        << "    const double mean = st.x, rstd = st.y;\n";
+  } else if (batch_stats) {
+    dev << "    const float4 st = stats[g];\n"
+        << "    const float mean = st.x, mean_lo = st.y, rstd = st.z;\n";
+    centered = "((" + load(in.dtype, CT, "x[i]") + " - mean) - mean_lo)";
+  } else {
+    dev << "    const " << CT << " mean = " << load(ctx.in_type(3).dtype, CT, "p3[g]") << ";\n"
+        << "    const " << CT << " rstd = (" << CT << ")1 / sqrt(" << load(ctx.in_type(4).dtype, CT, "p4[g]") << " + ("
+        << CT << ")" << eps_lit << ");\n";
+  }
+  dev << "    " << CT << " v = " << centered << " * rstd;\n";
+  if (has_w || has_b) dev << "    const long long c = " << affine_of << ";\n";
+  if (has_w) dev << "    v = v * " << load(ctx.in_type(1).dtype, CT, "p1[c]") << ";\n";
+  if (has_b) dev << "    v = v + " << load(ctx.in_type(2).dtype, CT, "p2[c]") << ";\n";
+  dev << "    y[i] = " << to_out(out.dtype, "v") << ";\n"
+      << "  }\n"
+      << "}\n";
+  host << "  " << K << "_apply<<<kf_grid(" << ll(numel) << ", " << block << "), " << block << ", 0, ctx->stream>>>("
+       << args.str() << ");\n"
+       << "  KF_LAUNCHED();\n";
+  launches += 1;
+
+  std::ostringstream os;
+  os << reduce::device_prelude() << "\nnamespace {\n\n"
+     << dev.str() << "\n}  // namespace\n\n"
+     << "// " << mode << "\n"
+     << ctx.signature() << " {\n"
+     << host.str() << "  return 0;\n}\n";
+  src.code += os.str();
+  src.launches = launches;
+  src.workspace_bytes = workspace;
+  return src;
+}
+
+}  // namespace kforge::codegen

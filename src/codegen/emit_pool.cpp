@@ -1,0 +1,413 @@
+// Pooling families over the 1, 2 or 3 trailing spatial dims (all leading dims are independent
+// planes): max_pool / avg_pool with torch's window conventions, and adaptive_avg_pool /
+// adaptive_max_pool with torch's adaptive windows. Shapes and window parameters are baked in.
+//
+// The index conventions follow ATen's CUDA kernels (max_pool_forward_nchw, avg_pool2d_out_cuda_frame,
+// avg_pool3d_cuda_update_output, adaptive_average_pool, adaptive_max_pool):
+//   max:  window start s = o*stride - pad, elements s + k*dilation for k < kernel that fall inside
+//         [0, in); initial value -inf; `if (v > m || isnan(v)) m = v` (NaN propagates).
+//   avg:  s = o*stride - pad, e = min(s + kernel, in + pad); pool_size = prod(e - s) (what
+//         count_include_pad divides by: padding counts, the ceil_mode overhang past in + pad does
+//         not); then s = max(s, 0), e = min(e, in); an empty window gives 0; sum in order (first
+//         spatial dim outermost) in the accumulate type, divided by divisor_override, pool_size or
+//         prod(e - s) (count_include_pad=False).
+//   adaptive: per dim start = floor(o*in/out), end = ceil((o+1)*in/out); avg = sum / len_0 / len_1 ...
+//         (torch divides by each extent in turn).
+// Large adaptive windows (global pooling) use a warp or a whole block per output with a shuffle
+// reduction instead of one thread looping over the window.
+#include <algorithm>
+#include <climits>
+#include <sstream>
+
+#include "codegen/emit.h"
+
+namespace kforge::codegen {
+
+namespace {
+
+using ir::DType;
+using ir::Shape;
+
+bool is_half(DType t) {
+  return t == DType::kFloat16 || t == DType::kBFloat16;
+}
+
+std::string half_headers(DType t) {
+  return is_half(t) ? "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" : "";
+}
+
+// Accumulate type: float for 16- and 32-bit floats, double for float64 (torch's accscalar_t).
+std::string acc_type(DType t) {
+  return t == DType::kFloat64 ? "double" : "float";
+}
+
+std::string store_expr(const std::string& v, DType t) {
+  if (t == DType::kFloat16) return "__float2half(" + v + ")";
+  if (t == DType::kBFloat16) return "__float2bfloat16(" + v + ")";
+  return "(" + ctype(t) + ")(" + v + ")";
+}
+
+std::string load_expr(const std::string& v, DType t, const std::string& T) {
+  return is_half(t) ? "(" + T + ")(float)(" + v + ")" : "(" + T + ")(" + v + ")";
+}
+
+int64_t prod(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t d = from; d < std::min(to, s.size()); ++d) p *= s[d];
+  return p;
+}
+
+struct Index {
+  bool wide = true;
+  std::string type() const { return wide ? "int64_t" : "int"; }
+  std::string lit(int64_t v) const { return wide ? std::to_string(v) + "LL" : std::to_string(v); }
+};
+
+Index index_for(int64_t max_elems) {
+  return Index{max_elems >= static_cast<int64_t>(INT_MAX) / 2};
+}
+
+KernelSource empty_kernel(const EmitContext& ctx) {
+  KernelSource src = begin_source(ctx);
+  src.code += ctx.signature() + " {\n  (void)ctx;\n  (void)bufs;\n  return 0;\n}\n";
+  src.launches = 0;
+  return src;
+}
+
+// The geometry shared by both families: planes of `in_sp` spatial elements in, `out_sp` out.
+struct PoolGeom {
+  size_t sp = 0;
+  int64_t planes = 0;
+  Shape in_sp, out_sp;
+  int64_t in_plane = 1, out_plane = 1;
+};
+
+PoolGeom geometry(const EmitContext& ctx, size_t sp) {
+  PoolGeom g;
+  const Shape& in = ctx.in_type(0).shape;
+  const Shape& out = ctx.out_type().shape;
+  g.sp = sp;
+  g.in_sp.assign(in.end() - static_cast<long>(sp), in.end());
+  g.out_sp.assign(out.end() - static_cast<long>(sp), out.end());
+  g.in_plane = prod(g.in_sp);
+  g.out_plane = prod(g.out_sp);
+  g.planes = prod(out, 0, out.size() - sp);
+  return g;
+}
+
+// Lines that split the output index `w` into the plane pointer `x` and spatial coords o0.. (int).
+std::string decompose(const Index& ix, const PoolGeom& g, const std::string& w, const std::string& in_t,
+                      const std::string& indent) {
+  std::ostringstream os;
+  int64_t stride = 1;
+  std::vector<std::string> lines;
+  for (size_t d = g.sp; d-- > 0;) {
+    std::string e = stride == 1 ? w : "(" + w + " / " + ix.lit(stride) + ")";
+    lines.push_back(indent + "const int o" + std::to_string(d) + " = (int)(" + e + " % " + ix.lit(g.out_sp[d]) +
+                    ");\n");
+    stride *= g.out_sp[d];
+  }
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) os << *it;
+  os << indent << "const " << in_t << "* __restrict__ x = in0 + (" << w << " / " << ix.lit(g.out_plane) << ") * "
+     << ix.lit(g.in_plane) << ";\n";
+  return os.str();
+}
+
+// The spatial offset expression of coords named <prefix>0.. inside a plane.
+std::string spatial_offset(const PoolGeom& g, const std::string& prefix) {
+  std::string e;
+  for (size_t d = 0; d < g.sp; ++d) {
+    int64_t stride = prod(g.in_sp, d + 1);
+    if (!e.empty()) e += " + ";
+    e += prefix + std::to_string(d);
+    if (stride != 1) e += " * " + std::to_string(stride);
+  }
+  return e;
+}
+
+std::string launch(const EmitContext& ctx, int64_t threads, int block, const std::string& args) {
+  std::ostringstream os;
+  os << ctx.signature() << " {\n"
+     << "  " << ctx.kernel.name << "_kernel<<<kf_grid(" << threads << "LL, " << block << "), " << block
+     << ", 0, ctx->stream>>>(" << args << ");\n"
+     << "  KF_LAUNCHED();\n"
+     << "  return 0;\n"
+     << "}\n";
+  return os.str();
+}
+
+Status check_float(const EmitContext& ctx, const char* what) {
+  if (!ir::is_floating(ctx.in_type(0).dtype)) {
+    return unsupported(std::string(what) + " of a " + std::string(ir::dtype_name(ctx.in_type(0).dtype)) +
+                       " tensor: torch's CUDA pooling kernels take floating-point tensors only");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+StatusOr<KernelSource> emit_Pool(const EmitContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const ir::Attrs& a = node.attrs;
+  KF_RETURN_IF_ERROR(check_float(ctx, node.op == ir::OpId::kMaxPool ? "max_pool" : "avg_pool"));
+  const auto& ks = a.ints("kernel_size");
+  const auto& st = a.ints("stride");
+  const auto& pd = a.ints("padding");
+  size_t sp = ks.size();
+  if (sp < 1 || sp > 3)
+    return unsupported("pooling over " + std::to_string(sp) + " spatial dims: torch pools over 1, 2 or 3");
+  bool is_max = node.op == ir::OpId::kMaxPool;
+  std::vector<int64_t> dil = is_max ? a.ints("dilation") : std::vector<int64_t>(sp, 1);
+  for (size_t d = 0; d < sp; ++d) {
+    if (ks[d] <= 0 || st[d] <= 0 || dil[d] <= 0 || pd[d] < 0)
+      return invalid_argument("pooling needs positive kernel_size, stride and dilation and non-negative padding");
+  }
+  int64_t n = ctx.out_type().numel();
+  if (n == 0) return empty_kernel(ctx);
+  bool has_div = !is_max && !a.is_null("divisor_override");
+  int64_t divisor = has_div ? a.i("divisor_override") : 0;
+  if (has_div && divisor == 0) return invalid_argument("divisor_override must be non-zero");
+  bool include_pad = !is_max && a.b("count_include_pad");
+
+  PoolGeom g = geometry(ctx, sp);
+  Index ix = index_for(std::max(ctx.in_type(0).numel(), n));
+  DType t = ctx.out_type().dtype;
+  std::string T = acc_type(t);
+  std::string in_t = ctype(ctx.in_type(0).dtype);
+  int block = static_cast<int>(ctx.kernel.knob("block", 256));
+
+  std::ostringstream k;
+  k << "namespace {\n"
+    << "// " << (is_max ? "max" : "avg") << "_pool" << sp << "d over " << g.planes << " planes "
+    << ir::shape_str(g.in_sp) << " -> " << ir::shape_str(g.out_sp) << ", kernel " << ir::shape_str(ks) << ", stride "
+    << ir::shape_str(st) << ", padding " << ir::shape_str(pd);
+  if (is_max) k << ", dilation " << ir::shape_str(dil);
+  k << (a.b("ceil_mode") ? ", ceil_mode" : "") << "\n"
+    << "typedef " << T << " T;\n"
+    << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_kernel(const " << in_t
+    << "* __restrict__ in0, " << ctype(t) << "* __restrict__ out) {\n"
+    << "  KF_GRID_STRIDE(i_, " << n << "LL) {\n"
+    << "    const " << ix.type() << " w = (" << ix.type() << ")i_;\n"
+    << decompose(ix, g, "w", in_t, "    ");
+  for (size_t d = 0; d < sp; ++d) {
+    k << "    const int s" << d << " = o" << d << " * " << st[d] << " - " << pd[d] << ";\n";
+  }
+  if (is_max) {
+    k << "    T m = (T)(-INFINITY);\n";
+    std::string ind = "    ";
+    for (size_t d = 0; d < sp; ++d) {
+      k << ind << "#pragma unroll\n"
+        << ind << "for (int k" << d << " = 0; k" << d << " < " << ks[d] << "; ++k" << d << ") {\n"
+        << ind << "  const int h" << d << " = s" << d << " + k" << d
+        << (dil[d] != 1 ? " * " + std::to_string(dil[d]) : "") << ";\n"
+        << ind << "  if (h" << d << " < 0 || h" << d << " >= " << g.in_sp[d] << ") continue;\n";
+      ind += "  ";
+    }
+    k << ind << "const T v = " << load_expr("x[" + spatial_offset(g, "h") + "]", ctx.in_type(0).dtype, T) << ";\n"
+      << ind << "if (v > m || isnan(v)) m = v;\n";
+    for (size_t d = sp; d-- > 0;) {
+      ind.resize(ind.size() - 2);
+      k << ind << "}\n";
+    }
+    k << "    out[w] = " << store_expr("m", t) << ";\n";
+  } else {
+    for (size_t d = 0; d < sp; ++d) {
+      std::string D = std::to_string(d);
+      k << "    int e" << D << " = min(s" << D << " + " << ks[d] << ", " << g.in_sp[d] + pd[d] << ");\n"
+        << "    const int p" << D << " = e" << D << " - s" << D << ";\n"
+        << "    const int b" << D << " = max(s" << D << ", 0);\n"
+        << "    e" << D << " = min(e" << D << ", " << g.in_sp[d] << ");\n";
+    }
+    k << "    if (";
+    for (size_t d = 0; d < sp; ++d) k << (d ? " || " : "") << "b" << d << " >= e" << d;
+    k << ") {\n      out[w] = " << store_expr("(T)0", t) << ";\n      continue;\n    }\n"
+      << "    T sum = (T)0;\n";
+    std::string ind = "    ";
+    for (size_t d = 0; d < sp; ++d) {
+      k << ind << "for (int h" << d << " = b" << d << "; h" << d << " < e" << d << "; ++h" << d << ") {\n";
+      ind += "  ";
+    }
+    k << ind << "sum += " << load_expr("x[" + spatial_offset(g, "h") + "]", ctx.in_type(0).dtype, T) << ";\n";
+    for (size_t d = sp; d-- > 0;) {
+      ind.resize(ind.size() - 2);
+      k << ind << "}\n";
+    }
+    std::string div;
+    if (has_div) {
+      div = "(T)" + std::to_string(divisor);
+    } else {
+      for (size_t d = 0; d < sp; ++d) {
+        std::string D = std::to_string(d);
+        div += (d ? " * " : "") + (include_pad ? "p" + D : "(e" + D + " - b" + D + ")");
+      }
+      div = "(T)(" + div + ")";
+    }
+    k << "    out[w] = " << store_expr("sum / " + div, t) << ";\n";
+  }
+  k << "  }\n"
+    << "}\n"
+    << "}  // namespace\n\n";
+  KernelSource src = begin_source(ctx, half_headers(t));
+  src.code += k.str() + launch(ctx, n, block, ctx.in_ptr(0) + ", " + ctx.out_ptr());
+  return src;
+}
+
+StatusOr<KernelSource> emit_AdaptivePool(const EmitContext& ctx) {
+  const ir::Node& node = ctx.node();
+  bool is_max = node.op == ir::OpId::kAdaptiveMaxPool;
+  KF_RETURN_IF_ERROR(check_float(ctx, is_max ? "adaptive_max_pool" : "adaptive_avg_pool"));
+  size_t sp = node.attrs.ints("output_size").size();
+  if (sp < 1 || sp > 3)
+    return unsupported("adaptive pooling over " + std::to_string(sp) + " spatial dims: torch pools over 1, 2 or 3");
+  int64_t n = ctx.out_type().numel();
+  if (n == 0) return empty_kernel(ctx);
+  PoolGeom g = geometry(ctx, sp);
+  // The longest window along each dim decides between a thread and a group of threads per output.
+  std::vector<int64_t> longest(sp, 0);
+  for (size_t d = 0; d < sp; ++d) {
+    int64_t I = g.in_sp[d], O = g.out_sp[d];
+    for (int64_t o = 0; o < O; ++o) longest[d] = std::max(longest[d], ((o + 1) * I + O - 1) / O - (o * I) / O);
+  }
+  int64_t window = prod(longest);
+  int group = window > 16384 ? 256 : window > 64 ? 32 : 1;
+  group = static_cast<int>(ctx.kernel.knob("group", group));
+  if (group != 1 && group != 32 && group != 256)
+    return invalid_argument("adaptive pool knob 'group' must be 1, 32 or 256");
+
+  Index ix = index_for(std::max(ctx.in_type(0).numel(), n) * 2);
+  DType t = ctx.out_type().dtype;
+  std::string T = acc_type(t);
+  std::string in_t = ctype(ctx.in_type(0).dtype);
+  int block = group == 256 ? 256 : static_cast<int>(ctx.kernel.knob("block", 256));
+  if (block % 32 != 0 || block <= 0)
+    return invalid_argument("adaptive pool knob 'block' must be a positive multiple of 32");
+
+  std::string combine = is_max ? "if (v > acc || isnan(v)) acc = v;" : "acc += v;";
+  std::ostringstream k;
+  k << "namespace {\n"
+    << "// adaptive_" << (is_max ? "max" : "avg") << "_pool" << sp << "d over " << g.planes << " planes "
+    << ir::shape_str(g.in_sp) << " -> " << ir::shape_str(g.out_sp) << " (longest window " << window << " elements, "
+    << group << " thread" << (group == 1 ? "" : "s") << " per output)\n"
+    << "typedef " << T << " T;\n"
+    << "__device__ __forceinline__ T combine_(T acc, T v) { " << combine << " return acc; }\n"
+    << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_kernel(const " << in_t
+    << "* __restrict__ in0, " << ctype(t) << "* __restrict__ out) {\n";
+  std::string init = is_max ? "(T)(-INFINITY)" : "(T)0";
+  std::string indent;
+  if (group == 1) {
+    k << "  KF_GRID_STRIDE(i_, " << n << "LL) {\n"
+      << "    const " << ix.type() << " w = (" << ix.type() << ")i_;\n";
+    indent = "    ";
+  } else if (group == 32) {
+    k << "  const int lane = threadIdx.x & 31;\n"
+      << "  for (" << ix.type() << " w = (" << ix.type()
+      << ")((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5); w < " << ix.lit(n) << "; w += (" << ix.type()
+      << ")((gridDim.x * (int64_t)blockDim.x) >> 5)) {\n";
+    indent = "    ";
+  } else {
+    k << "  __shared__ T partial_[8];\n"
+      << "  const int lane = threadIdx.x;\n"
+      << "  for (" << ix.type() << " w = blockIdx.x; w < " << ix.lit(n) << "; w += gridDim.x) {\n";
+    indent = "    ";
+  }
+  k << decompose(ix, g, "w", in_t, indent);
+  for (size_t d = 0; d < sp; ++d) {
+    std::string D = std::to_string(d);
+    int64_t I = g.in_sp[d], O = g.out_sp[d];
+    k << indent << "const int s" << D << " = (int)(((int64_t)o" << D << " * " << I << "LL) / " << O << "LL);\n"
+      << indent << "const int l" << D << " = (int)((((int64_t)o" << D << " + 1) * " << I << "LL + " << O - 1 << "LL) / "
+      << O << "LL) - s" << D << ";\n";
+  }
+  k << indent << "T acc = " << init << ";\n";
+  std::string last = std::to_string(sp - 1);
+  if (group == 1) {
+    std::string ind = indent;
+    for (size_t d = 0; d < sp; ++d) {
+      k << ind << "for (int h" << d << " = s" << d << "; h" << d << " < s" << d << " + l" << d << "; ++h" << d
+        << ") {\n";
+      ind += "  ";
+    }
+    k << ind << "const T v = " << load_expr("x[" + spatial_offset(g, "h") + "]", ctx.in_type(0).dtype, T) << ";\n"
+      << ind << "acc = combine_(acc, v);\n";
+    for (size_t d = sp; d-- > 0;) {
+      ind.resize(ind.size() - 2);
+      k << ind << "}\n";
+    }
+  } else {
+    // Rows of the window (all but the last dim) one after another, the lanes across each row when
+    // rows are long; otherwise the lanes across the flattened window.
+    std::string rows = "1";
+    for (size_t d = 0; d + 1 < sp; ++d) rows += " * l" + std::to_string(d);
+    bool by_rows = longest[sp - 1] >= group / 2;
+    auto row_coords = [&](const std::string& r, const std::string& ind) {
+      std::ostringstream os;
+      os << ind << "int rr_ = " << r << ";\n";
+      for (size_t d = sp - 1; d-- > 0;) {
+        std::string D = std::to_string(d);
+        os << ind << "const int h" << D << " = s" << D << " + rr_ % l" << D << ";\n" << ind << "rr_ /= l" << D << ";\n";
+      }
+      os << ind << "(void)rr_;\n";
+      return os.str();
+    };
+    if (by_rows) {
+      k << indent << "for (int r = 0; r < " << rows << "; ++r) {\n"
+        << row_coords("r", indent + "  ") << indent << "  for (int a = lane; a < l" << last << "; a += " << group
+        << ") {\n"
+        << indent << "    const int h" << last << " = s" << last << " + a;\n"
+        << indent << "    const T v = " << load_expr("x[" + spatial_offset(g, "h") + "]", ctx.in_type(0).dtype, T)
+        << ";\n"
+        << indent << "    acc = combine_(acc, v);\n"
+        << indent << "  }\n"
+        << indent << "}\n";
+    } else {
+      k << indent << "const int cnt = " << rows << " * l" << last << ";\n"
+        << indent << "for (int f = lane; f < cnt; f += " << group << ") {\n"
+        << indent << "  const int h" << last << " = s" << last << " + f % l" << last << ";\n"
+        << row_coords("f / l" + last, indent + "  ") << indent
+        << "  const T v = " << load_expr("x[" + spatial_offset(g, "h") + "]", ctx.in_type(0).dtype, T) << ";\n"
+        << indent << "  acc = combine_(acc, v);\n"
+        << indent << "}\n";
+    }
+    k << indent << "#pragma unroll\n"
+      << indent
+      << "for (int off = 16; off > 0; off >>= 1) acc = combine_(acc, __shfl_xor_sync(0xffffffffu, acc, off));\n";
+    if (group == 256) {
+      k << indent << "if ((lane & 31) == 0) partial_[lane >> 5] = acc;\n"
+        << indent << "__syncthreads();\n"
+        << indent << "if (lane < 32) {\n"
+        << indent << "  acc = lane < 8 ? partial_[lane] : " << init << ";\n"
+        << indent << "  #pragma unroll\n"
+        << indent
+        << "  for (int off = 4; off > 0; off >>= 1) acc = combine_(acc, __shfl_xor_sync(0xffffffffu, acc, off));\n"
+        << indent << "}\n"
+        << indent << "__syncthreads();\n";
+    }
+  }
+  std::string result = "acc";
+  if (!is_max) {
+    for (size_t d = 0; d < sp; ++d) result += " / (T)l" + std::to_string(d);
+  }
+  k << indent << (group == 1 ? "" : "if (lane == 0) ") << "out[w] = " << store_expr(result, t) << ";\n"
+    << "  }\n"
+    << "}\n"
+    << "}  // namespace\n\n";
+  KernelSource src = begin_source(ctx, half_headers(t));
+  int64_t threads = group == 1 ? n : n * group;
+  if (group == 256) {
+    std::ostringstream os;
+    os << ctx.signature() << " {\n"
+       << "  const int64_t blocks = " << n << "LL;\n"
+       << "  " << ctx.kernel.name
+       << "_kernel<<<(unsigned int)(blocks < 132LL * 16 ? blocks : 132LL * 16), 256, 0, ctx->stream>>>("
+       << ctx.in_ptr(0) << ", " << ctx.out_ptr() << ");\n"
+       << "  KF_LAUNCHED();\n"
+       << "  return 0;\n"
+       << "}\n";
+    src.code += k.str() + os.str();
+  } else {
+    src.code += k.str() + launch(ctx, threads, block, ctx.in_ptr(0) + ", " + ctx.out_ptr());
+  }
+  return src;
+}
+
+}  // namespace kforge::codegen

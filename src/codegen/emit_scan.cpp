@@ -1,0 +1,269 @@
+// Scan family: cumsum and cumprod along any dim. Accumulation in double for floating inputs (64-bit
+// wrapping integers otherwise), so long scans do not drift.
+//   - scan dim innermost (rows): cub::BlockScan over tiles of the row with a running carry (the
+//     block-prefix callback); when rows are few and long, each row is cut into chunks: chunk
+//     totals, a sequential scan of the totals per row (the carries), then the chunked block scans.
+//   - scan dim with inner elements (columns): one thread per column walks the dim, coalesced over
+//     consecutive columns; with few columns, the dim is cut into chunks the same way (per-chunk
+//     totals, a sequential scan of them per column, then the chunks scanned with their carries).
+#include <algorithm>
+#include <sstream>
+
+#include "codegen/emit.h"
+#include "codegen/reduce_common.h"
+
+namespace kforge::codegen {
+
+namespace {
+
+using reduce::ll;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const ir::TensorType& in = ctx.in_type(0);
+  const ir::TensorType& out = ctx.out_type();
+  const int64_t numel = out.numel();
+  if (numel == 0) {
+    KernelSource src = begin_source(ctx);
+    src.code += ctx.signature() + " {\n  (void)ctx;\n  (void)bufs;\n  return 0;\n}\n";
+    src.launches = 0;
+    return src;
+  }
+  const int64_t rank = static_cast<int64_t>(in.shape.size());
+  int64_t dim = node.attrs.i("dim");
+  if (dim < 0) dim += std::max<int64_t>(rank, 1);
+  int64_t outer = 1, L = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i < dim) outer *= in.shape[static_cast<size_t>(i)];
+    if (i == dim) L = in.shape[static_cast<size_t>(i)];
+    if (i > dim) inner *= in.shape[static_cast<size_t>(i)];
+  }
+  const bool prod = node.op == ir::OpId::kCumprod;
+  const bool floating = ir::is_floating(in.dtype);
+  const bool half_in = in.dtype == ir::DType::kFloat16 || in.dtype == ir::DType::kBFloat16;
+  const bool half_out = out.dtype == ir::DType::kFloat16 || out.dtype == ir::DType::kBFloat16;
+  const std::string AT = floating ? "double" : "unsigned long long";
+  const std::string IT = ctype(in.dtype), OT = ctype(out.dtype);
+  const std::string K = ctx.kernel.name;
+  const std::string ident = prod ? "(" + AT + ")1" : "(" + AT + ")0";
+  auto conv_in = [&](const std::string& e) { return half_in ? "(" + AT + ")(float)" + e : "(" + AT + ")" + e; };
+  auto conv_out = [&](const std::string& e) { return half_out ? "(" + OT + ")(float)" + e : "(" + OT + ")" + e; };
+
+  std::ostringstream dev, host;
+  std::string mode;
+  int64_t launches = 0;
+  size_t workspace = 0;
+  dev << "struct " << K << "_Op {\n"
+      << "  __device__ __forceinline__ " << AT << " operator()(const " << AT << "& a, const " << AT
+      << "& b) const { return a " << (prod ? "*" : "+") << " b; }\n"
+      << "};\n";
+  std::string args = ctx.in_ptr(0) + ", " + ctx.out_ptr();
+
+  std::string headers = reduce::half_headers({in.dtype, out.dtype});
+  if (inner == 1) {
+    headers +=
+        "#include <cub/block/block_load.cuh>\n#include <cub/block/block_reduce.cuh>\n#include "
+        "<cub/block/block_scan.cuh>\n"
+        "#include <cub/block/block_store.cuh>\n";
+    const int B = 256, IPT = 8, TILE = B * IPT;
+    int64_t S = 1;
+    if (outer < 1056 && L > 4 * TILE) S = std::min(ceil_div(2112, outer), ceil_div(L, 8 * TILE));
+    int64_t CH = ceil_div(ceil_div(L, S), TILE) * TILE;
+    S = ceil_div(L, CH);
+    mode = S == 1 ? "block scan per row" : "chunked block scan, " + std::to_string(S) + " chunks per row";
+    dev << "struct " << K << "_Prefix {\n"
+        << "  " << AT << " run;\n"
+        << "  __device__ __forceinline__ " << AT << " operator()(" << AT << " agg) { const " << AT
+        << " old = run; run = " << K << "_Op()(run, agg); return old; }\n"
+        << "};\n"
+        << "typedef cub::BlockLoad<" << IT << ", " << B << ", " << IPT << ", cub::BLOCK_LOAD_WARP_TRANSPOSE> " << K
+        << "_Load;\n"
+        << "typedef cub::BlockScan<" << AT << ", " << B << ", cub::BLOCK_SCAN_WARP_SCANS> " << K << "_Scan;\n"
+        << "typedef cub::BlockStore<" << OT << ", " << B << ", " << IPT << ", cub::BLOCK_STORE_WARP_TRANSPOSE> " << K
+        << "_Store;\n"
+        << "__global__ void __launch_bounds__(" << B << ") " << K << "_scan(const " << IT << "* __restrict__ in, " << OT
+        << "* __restrict__ out, const " << AT << "* __restrict__ carry) {\n"
+        << "  __shared__ union {\n"
+        << "    typename " << K << "_Load::TempStorage load;\n"
+        << "    typename " << K << "_Scan::TempStorage scan;\n"
+        << "    typename " << K << "_Store::TempStorage store;\n"
+        << "  } tmp;\n"
+        << "  for (long long t = blockIdx.x; t < " << ll(outer * S) << "; t += gridDim.x) {\n"
+        << "    const long long r = t / " << ll(S) << ", c = t - r * " << ll(S) << ";\n"
+        << "    const long long j0 = c * " << ll(CH) << ";\n"
+        << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(L) << " ? j0 + " << ll(CH) << " : " << ll(L)
+        << ";\n"
+        << "    const " << IT << "* x = in + r * " << ll(L) << ";\n"
+        << "    " << OT << "* y = out + r * " << ll(L) << ";\n"
+        << "    " << K << "_Prefix pre;\n"
+        << "    pre.run = " << (S > 1 ? "carry[t]" : ident) << ";\n"
+        << "    (void)carry;\n"
+        << "    for (long long q = j0; q < j1; q += " << TILE << ") {\n"
+        << "      const int valid = (int)(j1 - q < " << TILE << " ? j1 - q : " << TILE << ");\n"
+        << "      " << IT << " raw[" << IPT << "];\n"
+        << "      if (valid == " << TILE << ") {\n"
+        << "        " << K << "_Load(tmp.load).Load(x + q, raw);\n"
+        << "      } else {\n"
+        << "        " << K << "_Load(tmp.load).Load(x + q, raw, valid, (" << IT << ")" << (half_in ? "0.0f" : "0")
+        << ");\n"
+        << "      }\n"
+        << "      " << AT << " v[" << IPT << "];\n"
+        << "#pragma unroll\n"
+        << "      for (int k = 0; k < " << IPT << "; ++k) v[k] = " << conv_in("raw[k]") << ";\n"
+        << "      __syncthreads();\n"
+        << "      " << K << "_Scan(tmp.scan).InclusiveScan(v, v, " << K << "_Op(), pre);\n"
+        << "      __syncthreads();\n"
+        << "      " << OT << " o[" << IPT << "];\n"
+        << "#pragma unroll\n"
+        << "      for (int k = 0; k < " << IPT << "; ++k) o[k] = " << conv_out("v[k]") << ";\n"
+        << "      if (valid == " << TILE << ") {\n"
+        << "        " << K << "_Store(tmp.store).Store(y + q, o);\n"
+        << "      } else {\n"
+        << "        " << K << "_Store(tmp.store).Store(y + q, o, valid);\n"
+        << "      }\n"
+        << "      __syncthreads();\n"
+        << "    }\n"
+        << "  }\n"
+        << "}\n";
+    if (S > 1) {
+      workspace = reduce::align256(static_cast<size_t>(outer * S) * 8);
+      dev << "typedef cub::BlockReduce<" << AT << ", " << B << "> " << K << "_Reduce;\n"
+          << "__global__ void __launch_bounds__(" << B << ") " << K << "_totals(const " << IT << "* __restrict__ in, "
+          << AT << "* __restrict__ tot) {\n"
+          << "  __shared__ typename " << K << "_Reduce::TempStorage tmp;\n"
+          << "  for (long long t = blockIdx.x; t < " << ll(outer * S) << "; t += gridDim.x) {\n"
+          << "    const long long r = t / " << ll(S) << ", c = t - r * " << ll(S) << ";\n"
+          << "    const long long j0 = c * " << ll(CH) << ";\n"
+          << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(L) << " ? j0 + " << ll(CH) << " : " << ll(L)
+          << ";\n"
+          << "    const " << IT << "* x = in + r * " << ll(L) << ";\n"
+          << "    " << AT << " acc = " << ident << ";\n"
+          << "    for (long long j = j0 + threadIdx.x; j < j1; j += " << B << ") acc = " << K << "_Op()(acc, "
+          << conv_in("x[j]") << ");\n"
+          << "    acc = " << K << "_Reduce(tmp).Reduce(acc, " << K << "_Op());\n"
+          << "    if (threadIdx.x == 0) tot[t] = acc;\n"
+          << "    __syncthreads();\n"
+          << "  }\n"
+          << "}\n"
+          << "// Chunk totals -> the exclusive prefix (carry) of each chunk, in place, one thread per row.\n"
+          << "__global__ void " << K << "_carries(" << AT << "* __restrict__ tot) {\n"
+          << "  KF_GRID_STRIDE(r, " << ll(outer) << ") {\n"
+          << "    " << AT << " run = " << ident << ";\n"
+          << "    for (long long c = 0; c < " << ll(S) << "; ++c) {\n"
+          << "      const " << AT << " t = tot[r * " << ll(S) << " + c];\n"
+          << "      tot[r * " << ll(S) << " + c] = run;\n"
+          << "      run = " << K << "_Op()(run, t);\n"
+          << "    }\n"
+          << "  }\n"
+          << "}\n";
+      host << "  if (ctx->workspace_bytes < " << workspace << "ULL) return kf_fail(3, \"" << K
+           << ": workspace of %zu bytes is smaller than the " << workspace << " it needs\", ctx->workspace_bytes);\n"
+           << "  " << AT << "* " << K << "_tot = reinterpret_cast<" << AT << "*>(ctx->workspace);\n"
+           << "  " << K << "_totals<<<" << std::min<int64_t>(outer * S, 4224) << ", " << B << ", 0, ctx->stream>>>("
+           << ctx.in_ptr(0) << ", " << K << "_tot);\n"
+           << "  KF_LAUNCHED();\n"
+           << "  " << K << "_carries<<<kf_grid(" << ll(outer) << ", 128), 128, 0, ctx->stream>>>(" << K << "_tot);\n"
+           << "  KF_LAUNCHED();\n"
+           << "  " << K << "_scan<<<" << std::min<int64_t>(outer * S, 4224) << ", " << B << ", 0, ctx->stream>>>("
+           << args << ", " << K << "_tot);\n"
+           << "  KF_LAUNCHED();\n";
+      launches = 3;
+    } else {
+      host << "  " << K << "_scan<<<" << std::min<int64_t>(outer, 4224) << ", " << B << ", 0, ctx->stream>>>(" << args
+           << ", nullptr);\n"
+           << "  KF_LAUNCHED();\n";
+      launches = 1;
+    }
+  } else {
+    const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+    const int64_t cols = outer * inner;
+    // Few columns along a long dim: cut the dim into S chunks per column (totals, carries, scans).
+    int64_t S = 1;
+    if (cols < 65536 && L >= 256) S = std::min(ceil_div(262144, cols), ceil_div(L, 64));
+    const int64_t CH = ceil_div(L, S);
+    S = ceil_div(L, CH);
+    std::string locate = "    const long long chunk = t / " + ll(cols) + ", col = t - chunk * " + ll(cols) + ";\n" +
+                         "    const long long o = col / " + ll(inner) + ";\n" + "    const long long base = o * " +
+                         ll(L * inner) + " + (col - o * " + ll(inner) + ");\n" + "    const long long l0 = chunk * " +
+                         ll(CH) + ";\n" + "    const long long l1 = l0 + " + ll(CH) + " < " + ll(L) + " ? l0 + " +
+                         ll(CH) + " : " + ll(L) + ";\n";
+    auto walk = [&](bool write) {
+      std::ostringstream os;
+      os << "#pragma unroll 4\n"
+         << "    for (long long l = l0; l < l1; ++l) {\n"
+         << "      acc = " << K << "_Op()(acc, " << conv_in("in[base + l * " + ll(inner) + "]") << ");\n";
+      if (write) os << "      out[base + l * " << ll(inner) << "] = " << conv_out("acc") << ";\n";
+      os << "    }\n";
+      return os.str();
+    };
+    std::string params =
+        "const " + IT + "* __restrict__ in, " + OT + "* __restrict__ out, const " + AT + "* __restrict__ carry";
+    dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_cols(" << params << ") {\n"
+        << "  KF_GRID_STRIDE(t, " << ll(cols * S) << ") {\n"
+        << locate << "    " << AT << " acc = " << (S > 1 ? "carry[col * " + ll(S) + " + chunk]" : ident) << ";\n"
+        << "    (void)carry;\n"
+        << walk(true) << "  }\n"
+        << "}\n";
+    if (S == 1) {
+      mode = "one thread per column";
+      host << "  " << K << "_cols<<<kf_grid(" << ll(cols) << ", " << block << "), " << block << ", 0, ctx->stream>>>("
+           << args << ", nullptr);\n"
+           << "  KF_LAUNCHED();\n";
+      launches = 1;
+    } else {
+      mode = "one thread per column chunk, " + std::to_string(S) + " chunks per column";
+      workspace = reduce::align256(static_cast<size_t>(cols * S) * 8);
+      dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_coltot(const " << IT
+          << "* __restrict__ in, " << AT << "* __restrict__ tot) {\n"
+          << "  KF_GRID_STRIDE(t, " << ll(cols * S) << ") {\n"
+          << locate << "    " << AT << " acc = " << ident << ";\n"
+          << walk(false) << "    tot[col * " << ll(S) << " + chunk] = acc;\n"
+          << "  }\n"
+          << "}\n"
+          << "// Chunk totals -> the exclusive prefix (carry) of each chunk, in place, one thread per column.\n"
+          << "__global__ void " << K << "_carries(" << AT << "* __restrict__ tot) {\n"
+          << "  KF_GRID_STRIDE(r, " << ll(cols) << ") {\n"
+          << "    " << AT << " run = " << ident << ";\n"
+          << "    for (long long c = 0; c < " << ll(S) << "; ++c) {\n"
+          << "      const " << AT << " t = tot[r * " << ll(S) << " + c];\n"
+          << "      tot[r * " << ll(S) << " + c] = run;\n"
+          << "      run = " << K << "_Op()(run, t);\n"
+          << "    }\n"
+          << "  }\n"
+          << "}\n";
+      host << "  if (ctx->workspace_bytes < " << workspace << "ULL) return kf_fail(3, \"" << K
+           << ": workspace of %zu bytes is smaller than the " << workspace << " it needs\", ctx->workspace_bytes);\n"
+           << "  " << AT << "* " << K << "_tot = reinterpret_cast<" << AT << "*>(ctx->workspace);\n"
+           << "  " << K << "_coltot<<<kf_grid(" << ll(cols * S) << ", " << block << "), " << block
+           << ", 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", " << K << "_tot);\n"
+           << "  KF_LAUNCHED();\n"
+           << "  " << K << "_carries<<<kf_grid(" << ll(cols) << ", 128), 128, 0, ctx->stream>>>(" << K << "_tot);\n"
+           << "  KF_LAUNCHED();\n"
+           << "  " << K << "_cols<<<kf_grid(" << ll(cols * S) << ", " << block << "), " << block
+           << ", 0, ctx->stream>>>(" << args << ", " << K << "_tot);\n"
+           << "  KF_LAUNCHED();\n";
+      launches = 3;
+    }
+  }
+
+  KernelSource src = begin_source(ctx, headers);
+  std::ostringstream os;
+  os << "namespace {\n\n"
+     << dev.str() << "\n}  // namespace\n\n"
+     << "// " << (prod ? "cumprod" : "cumsum") << " over [" << outer << ", " << L << ", " << inner << "]: " << mode
+     << "\n"
+     << ctx.signature() << " {\n"
+     << host.str() << "  return 0;\n}\n";
+  src.code += os.str();
+  src.launches = launches;
+  src.workspace_bytes = workspace;
+  return src;
+}
+
+}  // namespace kforge::codegen

@@ -1,0 +1,378 @@
+// Reduction kernels shared by the reduce, argreduce, norm and loss emitters (see reduce_common.h).
+#include "codegen/reduce_common.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace kforge::codegen::reduce {
+
+namespace {
+
+constexpr int64_t kTargetBlocks = 2112;  // 16 blocks per SM of an H200: enough to fill it
+constexpr int64_t kGridCap = 4224;       // grid-stride loops beyond this
+constexpr int64_t kWarpRowMax = 1024;    // rows up to this length get one warp each
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+std::string ll(int64_t v) {
+  return std::to_string(v) + "LL";
+}
+
+size_t align256(size_t n) {
+  return (n + 255) / 256 * 256;
+}
+
+std::string compute_type(ir::DType t) {
+  if (t == ir::DType::kFloat64) return "double";
+  if (ir::is_floating(t)) return "float";
+  return "long long";
+}
+
+std::string half_headers(const std::vector<ir::DType>& types) {
+  for (auto t : types) {
+    if (t == ir::DType::kFloat16 || t == ir::DType::kBFloat16)
+      return "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+  }
+  return "";
+}
+
+Layout make_layout(const ir::Shape& shape, const std::vector<int64_t>& reduced) {
+  std::vector<std::pair<int64_t, bool>> dims;  // (size, reduced), outer to inner
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    bool r = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) != reduced.end();
+    if (!dims.empty() && dims.back().second == r) {
+      dims.back().first *= shape[i];
+    } else {
+      dims.emplace_back(shape[i], r);
+    }
+  }
+  Layout l;
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d].first;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].second) {
+      l.red_sizes.push_back(dims[d].first);
+      l.red_strides.push_back(strides[d]);
+      l.N *= dims[d].first;
+    } else {
+      l.kept_sizes.push_back(dims[d].first);
+      l.kept_strides.push_back(strides[d]);
+      l.M *= dims[d].first;
+    }
+  }
+  l.rows = l.kept_sizes.empty() || (!l.red_sizes.empty() && dims.back().second);
+  return l;
+}
+
+std::string index_fn(const std::string& name, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                     int64_t total) {
+  std::ostringstream os;
+  os << "__device__ __forceinline__ long long " << name << "(long long i) {\n";
+  if (sizes.empty()) {
+    os << "  (void)i;\n  return 0;\n}\n";
+    return os.str();
+  }
+  if (sizes.size() == 1) {
+    os << "  return i" << (strides[0] == 1 ? "" : " * " + ll(strides[0])) << ";\n}\n";
+    return os.str();
+  }
+  bool small = total <= 2147483647LL;
+  std::string suffix = small ? "u" : "LL";
+  os << (small ? "  unsigned int u = (unsigned int)i;\n" : "  long long u = i;\n") << "  long long off = 0;\n";
+  for (size_t d = sizes.size(); d-- > 1;) {
+    os << "  off += (long long)(u % " << sizes[d] << suffix << ") * " << ll(strides[d]) << ";\n"
+       << "  u /= " << sizes[d] << suffix << ";\n";
+  }
+  os << "  off += (long long)u * " << ll(strides[0]) << ";\n  return off;\n}\n";
+  return os.str();
+}
+
+std::string lse_acc(const std::string& A, const std::string& CT) {
+  const std::string ex = CT == "double" ? "exp" : "expf";
+  std::ostringstream os;
+  os << "struct " << A << " {\n"
+     << "  " << CT << " m;\n"
+     << "  double s;\n"
+     << "  __device__ __forceinline__ void add(" << CT << " x) {\n"
+     << "    if (x > m) {\n"
+     << "      s = s * exp((double)(m - x)) + 1.0;\n"
+     << "      m = x;\n"
+     << "    } else if (x <= m) {\n"
+     << "      if (x != -INFINITY && m != INFINITY) s += (double)" << ex << "(x - m);\n"
+     << "    } else {\n"
+     << "      m = NAN;\n"
+     << "    }\n"
+     << "  }\n"
+     << "  __device__ __forceinline__ void merge(const " << A << "& o) {\n"
+     << "    if (kf_isnan(m) || kf_isnan(o.m)) {\n"
+     << "      m = NAN;\n"
+     << "    } else if (o.m > m) {\n"
+     << "      s = o.s + (m == -INFINITY ? 0.0 : s * exp((double)(m - o.m)));\n"
+     << "      m = o.m;\n"
+     << "    } else if (o.m != -INFINITY && m != INFINITY) {\n"
+     << "      s += o.s * exp((double)(o.m - m));\n"
+     << "    }\n"
+     << "  }\n"
+     << "  __device__ __forceinline__ " << A << " shfl_down(int d) const {\n"
+     << "    " << A << " r;\n"
+     << "    r.m = __shfl_down_sync(0xffffffffu, m, d);\n"
+     << "    r.s = __shfl_down_sync(0xffffffffu, s, d);\n"
+     << "    return r;\n"
+     << "  }\n"
+     << "};\n";
+  return os.str();
+}
+
+std::string device_prelude() {
+  return R"(#ifndef KF_REDUCE_PRELUDE
+#define KF_REDUCE_PRELUDE
+// NaN test that also compiles (as false) for integer types.
+template <class T>
+__device__ __forceinline__ bool kf_isnan(T x) { return x != x; }
+// Tree merge of a warp's accumulators; lane 0 holds the result.
+template <class A>
+__device__ __forceinline__ void kf_warp_merge(A& a) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    A o = a.shfl_down(d);
+    a.merge(o);
+  }
+}
+// Merge over a 1-D block (blockDim.x a multiple of 32); thread 0 holds the result. sm: 32 entries.
+template <class A>
+__device__ __forceinline__ A kf_block_merge(A a, A* sm) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  kf_warp_merge(a);
+  __syncthreads();
+  if (lane == 0) sm[w] = a;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int k = 1; k < nw; ++k) a.merge(sm[k]);
+  }
+  return a;
+}
+#endif
+)";
+}
+
+namespace {
+
+// The unrolled strided loop over reduced indices [j0, j1) starting at `start`, step G.
+std::string strided_loop(const Spec& s, const std::string& start, const std::string& G, const std::string& indent) {
+  const std::string& P = s.prefix;
+  std::ostringstream os;
+  os << indent << "long long j = " << start << ";\n"
+     << indent << "for (; j + 3LL * " << G << " < j1; j += 4LL * " << G << ") {\n"
+     << indent << "  const long long ja = j, jb = j + " << G << ", jc = j + 2LL * " << G << ", jd = j + 3LL * " << G
+     << ";\n"
+     << indent << "  const " << s.elem << " va = " << P << "_LOAD(base + " << P << "_red(ja));\n"
+     << indent << "  const " << s.elem << " vb = " << P << "_LOAD(base + " << P << "_red(jb));\n"
+     << indent << "  const " << s.elem << " vc = " << P << "_LOAD(base + " << P << "_red(jc));\n"
+     << indent << "  const " << s.elem << " vd = " << P << "_LOAD(base + " << P << "_red(jd));\n";
+  for (const char* k : {"a", "b", "c", "d"}) {
+    os << indent << "  { const " << s.elem << " v = v" << k << "; const long long j = j" << k << "; (void)j; " << s.add
+       << " }\n";
+  }
+  os << indent << "}\n"
+     << indent << "for (; j < j1; j += " << G << ") {\n"
+     << indent << "  const " << s.elem << " v = " << P << "_LOAD(base + " << P << "_red(j));\n"
+     << indent << "  " << s.add << "\n"
+     << indent << "}\n";
+  return os.str();
+}
+
+}  // namespace
+
+Code emit(const Spec& s) {
+  const Layout& l = s.layout;
+  const std::string& P = s.prefix;
+  const std::string& A = s.acc;
+  Code c;
+  std::ostringstream dev, host;
+  dev << "static_assert(sizeof(" << A << ") <= " << s.acc_bytes << ", \"accumulator size\");\n"
+      << "#define " << P << "_LOAD(off) (" << s.load << ")\n"
+      << index_fn(P + "_base", l.kept_sizes, l.kept_strides, l.M)
+      << index_fn(P + "_red", l.red_sizes, l.red_strides, l.N);
+
+  const int64_t M = l.M, N = l.N;
+  int64_t S = 1, CH = std::max<int64_t>(N, 1);
+  bool warp = false, vec = false;
+  int64_t TX = 0, TY = 0;
+  std::string main_launch;
+  if (l.rows) {
+    warp = N <= kWarpRowMax;
+    if (!warp) {
+      if (M < kTargetBlocks / 2) S = std::min(ceil_div(kTargetBlocks, M), std::max<int64_t>(1, ceil_div(N, 8192)));
+      CH = ceil_div(ceil_div(N, S), 4) * 4;
+      S = ceil_div(N, CH);
+      vec = !s.vec_ptr.empty() && l.contiguous_rows() && N % 4 == 0 && CH % 4 == 0;
+      for (auto st : l.kept_strides) vec = vec && st % 4 == 0;
+    }
+  } else {
+    TY = N >= 64 ? 8 : 1;
+    TX = 256 / TY;
+    int64_t tiles = ceil_div(M, TX);
+    if (tiles < kTargetBlocks / 2)
+      S = std::min(ceil_div(kTargetBlocks, tiles), std::max<int64_t>(1, ceil_div(N, TY * 256)));
+    CH = std::max<int64_t>(ceil_div(N, S), 1);
+    S = std::max<int64_t>(ceil_div(N, CH), 1);
+  }
+  const std::string part_param = A + "* __restrict__ part";
+  const int B = s.block;
+  std::string pass1_store = S == 1 ? s.store : "part[o * " + ll(S) + " + s] = a;";
+
+  if (warp) {
+    c.mode = "warp";
+    dev << "__global__ void __launch_bounds__(256) " << P << "_warps(" << s.params << ") {\n"
+        << "  const long long lane = threadIdx.x & 31;\n"
+        << "  const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;\n"
+        << "  const long long nwarps = (gridDim.x * (long long)blockDim.x) >> 5;\n"
+        << "  for (long long o = warp; o < " << ll(M) << "; o += nwarps) {\n"
+        << "    const long long base = " << P << "_base(o);\n"
+        << "    " << A << " a;\n"
+        << "    " << s.init << "\n"
+        << "    const long long j1 = " << ll(N) << ";\n"
+        << "    {\n"
+        << strided_loop(s, "lane", "32LL", "      ") << "    }\n"
+        << "    kf_warp_merge(a);\n"
+        << "    if (lane == 0) { " << s.store << " }\n"
+        << "  }\n"
+        << "}\n";
+    int64_t blocks = std::min(ceil_div(M, 8), kGridCap);
+    host << "  " << P << "_warps<<<" << blocks << ", 256, 0, ctx->stream>>>(" << s.args << ");\n"
+         << "  KF_LAUNCHED();\n";
+    c.launches = 1;
+  } else if (l.rows) {
+    c.mode = "rows";
+    int64_t tasks = M * S;
+    dev << "template <bool VEC>\n"
+        << "__global__ void __launch_bounds__(" << B << ") " << P << "_rows(" << s.params << ", " << part_param
+        << ") {\n"
+        << "  __shared__ " << A << " sm[32];\n"
+        << "  for (long long task = blockIdx.x; task < " << ll(tasks) << "; task += gridDim.x) {\n"
+        << "    const long long o = task / " << ll(S) << ";\n"
+        << "    const long long s = task - o * " << ll(S) << ";\n"
+        << "    (void)s;\n"
+        << "    const long long base = " << P << "_base(o);\n"
+        << "    " << A << " a;\n"
+        << "    " << s.init << "\n"
+        << "    const long long j0 = s * " << ll(CH) << ";\n"
+        << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(N) << " ? j0 + " << ll(CH) << " : " << ll(N)
+        << ";\n";
+    if (vec) {
+      dev << "    if (VEC) {\n"
+          << "      const float4* p4 = reinterpret_cast<const float4*>(" << s.vec_ptr << " + base + j0);\n"
+          << "      const long long n4 = (j1 - j0) >> 2;\n"
+          << "      for (long long q = threadIdx.x; q < n4; q += " << B << "LL) {\n"
+          << "        const float4 w4 = p4[q];\n"
+          << "        const long long jq = j0 + 4LL * q;\n"
+          << "        { const float v = w4.x; const long long j = jq; (void)j; " << s.add << " }\n"
+          << "        { const float v = w4.y; const long long j = jq + 1; (void)j; " << s.add << " }\n"
+          << "        { const float v = w4.z; const long long j = jq + 2; (void)j; " << s.add << " }\n"
+          << "        { const float v = w4.w; const long long j = jq + 3; (void)j; " << s.add << " }\n"
+          << "      }\n"
+          << "    } else {\n"
+          << strided_loop(s, "j0 + (long long)threadIdx.x", ll(B), "      ") << "    }\n";
+    } else {
+      dev << "    {\n" << strided_loop(s, "j0 + (long long)threadIdx.x", ll(B), "      ") << "    }\n";
+    }
+    dev << "    a = kf_block_merge(a, sm);\n"
+        << "    if (threadIdx.x == 0) { " << pass1_store << " }\n"
+        << "  }\n"
+        << "}\n";
+    int64_t blocks = std::min(tasks, kGridCap);
+    std::string part_arg = S > 1 ? P + "_part" : "nullptr";
+    if (vec) {
+      host << "  if ((reinterpret_cast<uintptr_t>(" << s.vec_host << ") & 15) == 0) {\n"
+           << "    " << P << "_rows<true><<<" << blocks << ", " << B << ", 0, ctx->stream>>>(" << s.args << ", "
+           << part_arg << ");\n"
+           << "  } else {\n"
+           << "    " << P << "_rows<false><<<" << blocks << ", " << B << ", 0, ctx->stream>>>(" << s.args << ", "
+           << part_arg << ");\n"
+           << "  }\n";
+    } else {
+      host << "  " << P << "_rows<false><<<" << blocks << ", " << B << ", 0, ctx->stream>>>(" << s.args << ", "
+           << part_arg << ");\n";
+    }
+    host << "  KF_LAUNCHED();\n";
+    c.launches = 1;
+  } else {
+    c.mode = "cols";
+    int64_t tiles = ceil_div(M, TX);
+    int64_t tasks = tiles * S;
+    dev << "__global__ void __launch_bounds__(" << TX * TY << ") " << P << "_cols(" << s.params << ", " << part_param
+        << ") {\n";
+    if (TY > 1) dev << "  __shared__ " << A << " sm[" << TY << "][" << TX << "];\n";
+    dev << "  for (long long task = blockIdx.x; task < " << ll(tasks) << "; task += gridDim.x) {\n"
+        << "    const long long tile = task / " << ll(S) << ";\n"
+        << "    const long long s = task - tile * " << ll(S) << ";\n"
+        << "    const long long o = tile * " << ll(TX) << " + threadIdx.x;\n"
+        << "    const bool valid = o < " << ll(M) << ";\n"
+        << "    const long long base = valid ? " << P << "_base(o) : 0;\n"
+        << "    " << A << " a;\n"
+        << "    " << s.init << "\n"
+        << "    if (valid) {\n"
+        << "      const long long j0 = s * " << ll(CH) << ";\n"
+        << "      const long long j1 = j0 + " << ll(CH) << " < " << ll(N) << " ? j0 + " << ll(CH) << " : " << ll(N)
+        << ";\n"
+        << strided_loop(s, "j0 + (long long)threadIdx.y", ll(TY), "      ") << "    }\n";
+    if (TY > 1) {
+      dev << "    sm[threadIdx.y][threadIdx.x] = a;\n"
+          << "    __syncthreads();\n"
+          << "    if (threadIdx.y == 0) {\n"
+          << "      for (int y = 1; y < " << TY << "; ++y) a.merge(sm[y][threadIdx.x]);\n"
+          << "    }\n"
+          << "    __syncthreads();\n";
+    }
+    dev << "    if (threadIdx.y == 0 && valid) { " << pass1_store << " }\n"
+        << "  }\n"
+        << "}\n";
+    int64_t blocks = std::min(tasks, kGridCap);
+    host << "  " << P << "_cols<<<" << blocks << ", dim3(" << TX << ", " << TY << "), 0, ctx->stream>>>(" << s.args
+         << ", " << (S > 1 ? P + "_part" : "nullptr") << ");\n"
+         << "  KF_LAUNCHED();\n";
+    c.launches = 1;
+  }
+
+  c.workspace_bytes = s.workspace_offset;
+  if (S > 1) {
+    c.mode += ", split " + std::to_string(S);
+    size_t part_bytes = static_cast<size_t>(M) * static_cast<size_t>(S) * static_cast<size_t>(s.acc_bytes);
+    c.workspace_bytes = s.workspace_offset + align256(part_bytes);
+    dev << "__global__ void __launch_bounds__(256) " << P << "_fin(" << s.params << ", const " << A
+        << "* __restrict__ part) {\n"
+        << "  __shared__ " << A << " sm[32];\n"
+        << "  for (long long o = blockIdx.x; o < " << ll(M) << "; o += gridDim.x) {\n"
+        << "    const long long base = " << P << "_base(o);\n"
+        << "    " << A << " a;\n"
+        << "    " << s.init << "\n"
+        << "    for (long long s = threadIdx.x; s < " << ll(S) << "; s += blockDim.x) a.merge(part[o * " << ll(S)
+        << " + s]);\n"
+        << "    a = kf_block_merge(a, sm);\n"
+        << "    if (threadIdx.x == 0) { " << s.store << " }\n"
+        << "  }\n"
+        << "}\n";
+    std::string pre = "  if (ctx->workspace_bytes < " + std::to_string(c.workspace_bytes) +
+                      "ULL) return kf_fail(3, \"" + P + ": workspace of %zu bytes is smaller than the " +
+                      std::to_string(c.workspace_bytes) + " it needs\", ctx->workspace_bytes);\n  " + A + "* " + P +
+                      "_part = reinterpret_cast<" + A + "*>(static_cast<char*>(ctx->workspace) + " +
+                      std::to_string(s.workspace_offset) + "ULL);\n";
+    std::string h = pre + host.str();
+    host.str("");
+    host << h << "  " << P << "_fin<<<" << std::min(M, kGridCap) << ", 256, 0, ctx->stream>>>(" << s.args << ", " << P
+         << "_part);\n"
+         << "  KF_LAUNCHED();\n";
+    c.launches += 1;
+  }
+  dev << "#undef " << P << "_LOAD\n";
+  c.device = dev.str();
+  c.host = host.str();
+  return c;
+}
+
+}  // namespace kforge::codegen::reduce
