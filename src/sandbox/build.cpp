@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "base/files.h"
 #include "base/subprocess.h"
 
@@ -26,6 +28,13 @@ std::string libraries_flags(const std::vector<std::string>& libs) {
   std::string out;
   for (const auto& l : libs) out += " -l" + l;
   return out;
+}
+
+// A name for a file that becomes a cache entry by rename: unique across the threads of this process
+// and across processes sharing the cache, so concurrent builds of the same unit never interleave.
+fs::path unique_temp(const fs::path& final_path) {
+  static std::atomic<uint64_t> counter{0};
+  return fs::path(final_path.string() + ".tmp" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
 }
 
 }  // namespace
@@ -115,7 +124,7 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
         auto log = read_file(log_file);
         if (log.is_ok()) rec.log = log.value();
       } else {
-        fs::path tmp_obj = cache / "obj" / (key + ".o.tmp" + std::to_string(i));
+        fs::path tmp_obj = unique_temp(obj);
         std::vector<std::string> argv = {tc.nvcc, "-c"};
         argv.insert(argv.end(), tc.compile_flags.begin(), tc.compile_flags.end());
         argv.insert(argv.end(), {"-I", src_dir.string(), "-o", tmp_obj.string(), (src_dir / u.file).string()});
@@ -164,7 +173,7 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
   if (fs::exists(cached_lib, ec)) {
     result.link_cached = true;
   } else {
-    fs::path tmp_lib = cache / "lib" / (link_key + ".so.tmp");
+    fs::path tmp_lib = unique_temp(cached_lib);
     // The shared CUDA runtime keeps libraries small; inside PyTorch the process's libcudart is
     // reused, elsewhere the rpath finds the toolkit's.
     std::vector<std::string> argv = {tc.nvcc,    "-shared",
