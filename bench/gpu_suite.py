@@ -98,7 +98,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--levels", default="level1,level2")
     ap.add_argument("--protocols", default="cuda-agent,kernelbench")
-    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=4, help="parallel verification workers sharing the GPU")
     ap.add_argument("--profile", default="cuda-agent", help="protocols whose correct candidates are timed ('' for none)")
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--deadline", type=float, default=480, help="seconds; no new work starts after it")
@@ -152,6 +152,7 @@ def main():
                 rec.update(w.ask({"problem": p, "candidate": cand, "protocol": proto,
                                   "precompile": proto in args.profile.split(",")}, timeout=240))
                 rec["verify_seconds"] = round(time.time() - t0, 2)
+                rec.update(protocol=proto, level=lv, problem=st)  # the harness's own "problem" is a path
             with lock:
                 records.append(rec)
                 save()

@@ -250,10 +250,13 @@ def serve():
     """JSON lines over stdin/stdout: one request {"problem", "candidate", "protocol", "profile",
     "trials"} per line, one result per line. Exits after a fault that poisons the CUDA context, so
     the caller starts a fresh worker for the next candidate."""
+    import gc
+    import torch
     for line in sys.stdin:
         line = line.strip()
         if not line:
             continue
+        req = None
         try:
             req = json.loads(line)
             res = evaluate(req["problem"], req["candidate"], req.get("protocol", "cuda-agent"),
@@ -262,6 +265,10 @@ def serve():
         except Exception as e:
             res = {"outcome": "runtime_fault", "message": "harness: %s: %s" % (type(e).__name__, e)}
         res["id"] = req.get("id") if isinstance(req, dict) else None
+        # Give cached blocks back, so that workers sharing the GPU do not hoard its memory.
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
         sys.stdout.write(json.dumps(res) + "\n")
         sys.stdout.flush()
         if res.get("outcome") == "runtime_fault" and any(m in res.get("message", "") for m in FATAL_MARKERS):

@@ -645,7 +645,7 @@ def import_problem(path, mode="eval", ops_def=None):
             tracer.phase = "setup"
             model.train(mode == "train")
             tracer.model = model
-            graph_inputs, call_args = bind_inputs(tracer, model, inputs)
+            graph_inputs, call_args, forward_args = bind_inputs(tracer, model, inputs)
             params = bind_params(tracer, model)
             tracer.phase = "forward"
             result = model(*call_args)
@@ -661,18 +661,21 @@ def import_problem(path, mode="eval", ops_def=None):
     nodes, outputs = prune(tracer.nodes, outputs)
     graph = {"format": FORMAT, "name": os.path.splitext(os.path.basename(src))[0], "source": src,
              "torch_version": torch.__version__, "mode": mode, "init_args": jsonable(init_args),
-             "inputs": graph_inputs, "params": params, "nodes": nodes, "outputs": outputs}
+             "inputs": graph_inputs, "forward_args": forward_args, "params": params, "nodes": nodes,
+             "outputs": outputs}
     validate(graph, schema)
     return graph
 
 
 def bind_inputs(tracer, model, inputs):
-    """get_inputs() tensors become graph inputs named after forward's arguments; Python scalars stay constants."""
+    """get_inputs() tensors become graph inputs named after forward's arguments; Python scalars stay
+    constants (the graph is specialized to their values, which forward_args records)."""
     names = forward_arg_names(model, len(inputs))
-    graph_inputs, call_args, seen = [], [], set()
+    graph_inputs, call_args, forward_args, seen = [], [], [], set()
     for name, x in zip(names, inputs):
         if ops.is_num(x):
             call_args.append(x)
+            forward_args.append({"name": name, "constant": x})
             continue
         if not isinstance(x, torch.Tensor):
             raise UserError(f"{tracer.shown}: get_inputs() returned a {type(x).__name__} for `{name}`; "
@@ -690,7 +693,8 @@ def bind_inputs(tracer, model, inputs):
         graph_inputs.append({"id": vid, "name": name, "shape": [int(s) for s in x.shape], "dtype": dt, "dist": dist})
         tracer.bind(x, vid)
         call_args.append(x)
-    return graph_inputs, call_args
+        forward_args.append({"name": name, "input": vid})
+    return graph_inputs, call_args, forward_args
 
 
 def creation_order(tracer, items):

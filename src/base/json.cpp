@@ -8,7 +8,8 @@ StatusOr<Json> parse_json(const std::string& text, const std::string& what) {
   if (j.is_discarded()) {
     // Re-parse with exceptions only to get the position for the message.
     try {
-      (void)Json::parse(text);
+      Json again = Json::parse(text);
+      (void)again;
     } catch (const Json::parse_error& e) {
       return invalid_argument(what + " is not valid JSON (" + std::string(e.what()) + ")");
     }

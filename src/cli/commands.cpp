@@ -8,7 +8,9 @@
 
 #include "base/files.h"
 #include "base/table.h"
+#include "cli/evaluate.h"
 #include "cli/pipeline.h"
+#include "codegen/export_kernelbench.h"
 #include "schedule/planner.h"
 
 namespace kforge::cli {
@@ -42,16 +44,6 @@ Status write_or_print(const std::string& out, const std::string& text) {
   return write_file(out, text);
 }
 
-bool gpu_present() {
-  std::error_code ec;
-  return fs::exists("/dev/nvidia0", ec) || fs::exists("/dev/nvidiactl", ec);
-}
-
-std::string reference_source_of(const ir::Graph& g) {
-  auto text = read_file(g.source);
-  return text.is_ok() ? text.value() : std::string();
-}
-
 }  // namespace
 
 int run_import(const ImportArgs& a) {
@@ -81,41 +73,9 @@ int run_plan(const PlanArgs& a) {
 
 namespace {
 
-struct Turn {
-  ir::Graph graph;
-  schedule::Schedule sched;
-  BuiltProgram built;
-  OrderedJson stages;
-};
-
-StatusOr<Turn> import_plan_build(const std::string& input, const std::string& schedule_path, const Protocol& protocol,
-                                 const fs::path& out_dir, bool force, int jobs) {
-  Turn t;
-  auto t0 = Clock::now();
-  KF_ASSIGN_OR_RETURN(t.graph, load_graph_or_problem(input, protocol.mode));
-  t.stages["import"] = since(t0);
-  auto t1 = Clock::now();
-  if (schedule_path.empty()) {
-    t.sched = schedule::plan_one_kernel_per_op(t.graph);
-  } else {
-    KF_ASSIGN_OR_RETURN(std::string text, read_file(schedule_path));
-    KF_ASSIGN_OR_RETURN(Json j, parse_json(text, schedule_path));
-    KF_ASSIGN_OR_RETURN(t.sched, schedule::schedule_from_json(t.graph, j, schedule_path));
-  }
-  t.stages["plan"] = since(t1);
-  KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, force));
-  KF_RETURN_IF_ERROR(write_file(out_dir / "graph.json", ir::graph_to_json(t.graph).dump(1) + "\n"));
-  KF_RETURN_IF_ERROR(
-      write_file(out_dir / "schedule.json", schedule::schedule_to_json(t.graph, t.sched).dump(1) + "\n"));
-  auto t2 = Clock::now();
-  KF_ASSIGN_OR_RETURN(t.built, build_into(t.graph, t.sched, reference_source_of(t.graph), out_dir, jobs));
-  t.stages["codegen_and_build"] = since(t2);
-  return t;
-}
-
-int finish(const Turn& t, const Protocol& protocol, const std::string& device, const fs::path& out_dir, bool json,
-           const char* command) {
-  OrderedJson report = report_json(t.graph, t.sched, t.built, protocol, device, t.stages);
+int finish(const Turn& t, const Protocol& protocol, const sandbox::EvalResult& result, const fs::path& out_dir,
+           bool json, const char* command) {
+  OrderedJson report = report_json(t.graph, t.sched, t.built, protocol, result, t.stages);
   report["out_dir"] = fs::absolute(out_dir).string();
   if (auto s = write_file(out_dir / "report.json", report.dump(2) + "\n"); !s.is_ok()) return report_error(s, command);
   if (!t.built.build.ok) {
@@ -128,10 +88,10 @@ int finish(const Turn& t, const Protocol& protocol, const std::string& device, c
   if (json) {
     std::cout << report.dump(2) << "\n";
   } else {
-    std::cout << report_table(t.graph, t.sched, t.built, protocol, device, command) << "wrote " << out_dir.string()
+    std::cout << report_table(t.graph, t.sched, t.built, protocol, result, command) << "wrote " << out_dir.string()
               << "/ (model_new.py, kernels/, " << library_file_name(t.graph.name) << ", report.json)\n";
   }
-  return t.built.build.ok ? kExitOk : kExitFailedResult;
+  return result.outcome == sandbox::Outcome::kOk ? kExitOk : kExitFailedResult;
 }
 
 }  // namespace
@@ -142,31 +102,93 @@ int run_build(const BuildArgs& a) {
   fs::path out = a.out_dir.empty() ? fs::path("out") / fs::path(a.input).stem() : fs::path(a.out_dir);
   auto t = import_plan_build(a.input, a.schedule, protocol.value(), out, a.force, a.common.jobs);
   if (!t.is_ok()) return report_error(t.status(), "build");
-  return finish(t.value(), protocol.value(), "cpu", out, a.common.json, "build");
+  return finish(t.value(), protocol.value(), predicted_result(t->built, protocol.value()), out, a.common.json, "build");
 }
 
 int run_optimize(const OptimizeArgs& a) {
   auto protocol = protocol_from_name(a.common.protocol);
   if (!protocol.is_ok()) return report_error(protocol.status(), "optimize");
-  if (a.device != "auto" && a.device != "cpu" && a.device != "cuda") {
-    return report_error(invalid_argument("--device must be auto, cpu or cuda, not '" + a.device + "'"), "optimize");
-  }
-  if (a.device == "cuda") {
-    return report_error(
-        unsupported("--device cuda: GPU evaluation (verify and profile on the GPU) is not part of this build yet; "
-                    "use --device cpu for predicted timings"),
-        "optimize");
-  }
-  std::string device = "cpu";
-  if (a.device == "auto" && gpu_present()) {
-    std::fprintf(
-        stderr,
-        "kforge optimize: a GPU is present, but GPU evaluation is not part of this build yet; timings are predicted\n");
-  }
+  auto device = resolve_device(a.device);
+  if (!device.is_ok()) return report_error(device.status(), "optimize");
   fs::path out = a.out_dir.empty() ? fs::path("out") / fs::path(a.problem).stem() : fs::path(a.out_dir);
   auto t = import_plan_build(a.problem, "", protocol.value(), out, a.force, a.common.jobs);
   if (!t.is_ok()) return report_error(t.status(), "optimize");
-  return finish(t.value(), protocol.value(), device, out, a.common.json, "optimize");
+  sandbox::EvalResult result = predicted_result(t->built, protocol.value());
+  if (device.value() == "cuda" && t->built.build.ok) {
+    std::fprintf(stderr, "kforge optimize: verifying and timing on the GPU (candidate, eager, torch.compile)...\n");
+    auto t0 = Clock::now();
+    sandbox::HarnessWorker worker;
+    auto measured = evaluate_candidate(worker, a.problem, out, protocol.value(), /*profile=*/true, a.trials);
+    if (!measured.is_ok()) return report_error(measured.status(), "optimize");
+    result = std::move(measured).value();
+    t->stages["evaluate"] = since(t0);
+  }
+  return finish(t.value(), protocol.value(), result, out, a.common.json, "optimize");
+}
+
+int run_evaluate(const EvaluateArgs& a) {
+  auto protocol = protocol_from_name(a.common.protocol);
+  if (!protocol.is_ok()) return report_error(protocol.status(), "evaluate");
+  std::error_code ec;
+  for (const auto& f : {a.problem, a.candidate}) {
+    if (!fs::is_regular_file(f, ec)) return report_error(not_found("no such file: " + f), "evaluate");
+  }
+  auto device = resolve_device("cuda");
+  if (!device.is_ok()) return report_error(device.status(), "evaluate");
+  sandbox::HarnessWorker worker;
+  sandbox::EvalRequest req;
+  req.problem = a.problem;
+  req.candidate = a.candidate;
+  req.protocol = protocol->name;
+  req.profile = a.profile;
+  req.trials = a.trials;
+  req.timeout_seconds = a.timeout;
+  auto r = worker.evaluate(req);
+  if (!r.is_ok()) return report_error(r.status(), "evaluate");
+  if (a.common.json) {
+    std::cout << sandbox::result_to_json(r.value()).dump(2) << "\n";
+  } else {
+    std::cout << "kforge evaluate " << a.candidate << " against " << a.problem << " (protocol " << protocol->name
+              << ")\n"
+              << measured_summary(r.value());
+  }
+  return r->outcome == sandbox::Outcome::kOk ? kExitOk : kExitFailedResult;
+}
+
+int run_export(const ExportArgs& a) {
+  auto protocol = protocol_from_name(a.common.protocol);
+  if (!protocol.is_ok()) return report_error(protocol.status(), "export");
+  std::error_code ec;
+  std::string graph_path = a.input;
+  std::string schedule_path = a.schedule;
+  if (fs::is_directory(a.input, ec)) {
+    graph_path = (fs::path(a.input) / "graph.json").string();
+    if (!fs::exists(graph_path, ec))
+      return report_error(invalid_argument(a.input + " has no graph.json: give an output directory of `kforge "
+                                                     "optimize` or `kforge build`, a problem .py or a graph .json"),
+                          "export");
+    if (schedule_path.empty() && fs::exists(fs::path(a.input) / "schedule.json", ec))
+      schedule_path = (fs::path(a.input) / "schedule.json").string();
+  }
+  if (a.out != "-" && fs::exists(a.out, ec) && !a.force)
+    return report_error(invalid_argument(a.out + " exists; pick another -o, or pass --force to overwrite it"),
+                        "export");
+  auto g = load_graph_or_problem(graph_path, protocol->mode);
+  if (!g.is_ok()) return report_error(g.status(), "export");
+  auto s = load_or_plan_schedule(g.value(), schedule_path);
+  if (!s.is_ok()) return report_error(s.status(), "export");
+  const std::string source = reference_source_of(g.value());
+  if (source.empty())
+    return report_error(not_found("cannot read the problem source " + g->source + " that the graph was traced from"),
+                        "export");
+  auto program = codegen::emit_program(g.value(), s.value(), {.library_file = "", .reference_source = source});
+  if (!program.is_ok()) return report_error(program.status(), "export");
+  auto text = codegen::export_kernelbench(g.value(), program.value(), source);
+  if (!text.is_ok()) return report_error(text.status(), "export");
+  auto st = write_or_print(a.out, text.value());
+  if (!st.is_ok()) return report_error(st, "export");
+  if (a.out != "-") std::fprintf(stderr, "wrote %s (%zu kernels inline)\n", a.out.c_str(), program->kernels.size());
+  return kExitOk;
 }
 
 int run_ops(bool json) {

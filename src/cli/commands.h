@@ -48,9 +48,46 @@ struct OptimizeArgs {
   std::string out_dir;  // default out/<name>
   std::string device = "auto";
   bool force = false;
+  int trials = 30;  // timed trials per variant on the GPU
   CommonOptions common;
 };
 int run_optimize(const OptimizeArgs& a);
+
+struct ExportArgs {
+  std::string input;     // an optimize/build output directory, a problem .py or a graph .json
+  std::string schedule;  // optional schedule .json (default: the directory's, or plan afresh)
+  std::string format = "kernelbench";
+  std::string out = "-";  // "-": stdout
+  bool force = false;     // overwrite an existing output file
+  CommonOptions common;
+};
+int run_export(const ExportArgs& a);
+
+struct EvaluateArgs {
+  std::string problem;    // the KernelBench-format reference
+  std::string candidate;  // a ModelNew file: kforge's model_new.py, an export, or hand-written
+  int trials = 30;
+  bool profile = true;
+  double timeout = 300;
+  CommonOptions common;
+};
+int run_evaluate(const EvaluateArgs& a);
+
+struct BenchArgs {
+  std::string suite;     // a directory of problems, or of level*/ directories of problems
+  std::string out_dir;   // default out/bench-<suite>-<protocol>
+  std::string json_out;  // also write the JSON report here
+  std::string device = "auto";
+  std::string levels;  // comma-separated level directories (default: all)
+  std::string only;    // comma-separated problem stems (default: all)
+  int trials = 30;
+  int workers = 4;        // parallel verification workers sharing the GPU
+  bool profile = true;    // time the correct candidates against eager and torch.compile
+  double time_limit = 0;  // seconds; past it no new problem is started (0: none)
+  bool force = false;
+  CommonOptions common;
+};
+int run_bench(const BenchArgs& a);
 
 int run_ops(bool json);
 

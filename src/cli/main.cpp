@@ -48,7 +48,60 @@ int main(int argc, char** argv) {
   opt->add_option("--device", opt_args.device, "auto, cpu (cost model) or cuda (GPU harness)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   opt->add_flag("--force", opt_args.force, "write into an existing directory kforge did not make");
+  opt->add_option("--trials", opt_args.trials, "timed trials per variant on the GPU")->check(CLI::PositiveNumber);
   add_common(opt, opt_args.common);
+
+  EvaluateArgs eval_args;
+  auto* eval = app.add_subcommand(
+      "evaluate", "verify (and time) a ModelNew file against its problem on the GPU, in a separate worker process");
+  eval->add_option("problem", eval_args.problem, "KernelBench-format problem (.py)")->required();
+  eval->add_option("candidate", eval_args.candidate, "a file defining ModelNew (.py)")->required();
+  eval->add_option("--trials", eval_args.trials, "timed trials per variant")->check(CLI::PositiveNumber);
+  eval->add_flag("!--no-profile", eval_args.profile, "verify only; do not time");
+  eval->add_option("--timeout", eval_args.timeout, "seconds before the worker is killed (outcome timeout)")
+      ->check(CLI::PositiveNumber);
+  eval->add_option("--protocol", eval_args.common.protocol,
+                   "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
+      ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  eval->add_flag("--json", eval_args.common.json, "print the result as JSON");
+
+  BenchArgs bench_args;
+  auto* bench = app.add_subcommand(
+      "bench", "evaluate every problem of a suite: pass / faster / geomean tables vs eager and torch.compile");
+  bench->add_option("--suite", bench_args.suite, "a directory of problems, or of level*/ directories")->required();
+  bench->add_option("--out", bench_args.out_dir, "where candidates are built (default: out/bench-<suite>-<protocol>)");
+  bench->add_option("--json", bench_args.json_out, "also write the JSON report to this file");
+  bench->add_option("--device", bench_args.device, "auto, cpu (cost model) or cuda (GPU harness)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  bench->add_option("--levels", bench_args.levels, "comma-separated level directories (default: all)");
+  bench->add_option("--only", bench_args.only, "comma-separated problem names (file stems)");
+  bench->add_option("--trials", bench_args.trials, "timed trials per variant on the GPU")->check(CLI::PositiveNumber);
+  bench->add_option("--workers", bench_args.workers, "parallel verification workers on the GPU")
+      ->check(CLI::Range(1, 16));
+  bench->add_flag("!--no-profile", bench_args.profile, "verify only; do not time");
+  bench
+      ->add_option("--time-limit", bench_args.time_limit,
+                   "seconds; past it no new problem is started and the table covers what finished")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_flag("--force", bench_args.force, "write into an existing directory kforge did not make");
+  bench
+      ->add_option("--protocol", bench_args.common.protocol,
+                   "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
+      ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  bench->add_option("-j,--jobs", bench_args.common.jobs, "problems built at once (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+
+  ExportArgs export_args;
+  auto* exp = app.add_subcommand(
+      "export", "write the program as one self-contained KernelBench ModelNew file (CUDA inline, load_inline)");
+  exp->add_option("input", export_args.input,
+                  "an output directory of optimize/build, a problem (.py) or a graph (.json)")
+      ->required();
+  exp->add_option("--schedule", export_args.schedule, "a schedule .json (default: the directory's, or plan afresh)");
+  exp->add_option("--format", export_args.format, "export format")->check(CLI::IsMember({"kernelbench"}));
+  exp->add_option("-o,--out", export_args.out, "the file to write (default: stdout)");
+  exp->add_flag("--force", export_args.force, "overwrite the output file if it exists");
+  add_common(exp, export_args.common);
 
   bool ops_json = false;
   auto* ops = app.add_subcommand("ops", "list the op registry");
@@ -64,6 +117,9 @@ int main(int argc, char** argv) {
   if (*plan) return run_plan(plan_args);
   if (*build) return run_build(build_args);
   if (*opt) return run_optimize(opt_args);
+  if (*exp) return run_export(export_args);
+  if (*bench) return run_bench(bench_args);
+  if (*eval) return run_evaluate(eval_args);
   if (*ops) return run_ops(ops_json);
   return kExitUserError;
 }

@@ -1,12 +1,15 @@
 // Stage helpers shared by the commands: loading, output directories, building, reports.
 #include "cli/pipeline.h"
 
+#include <chrono>
+#include <cstdio>
 #include <sstream>
 
 #include "base/files.h"
 #include "base/table.h"
 #include "sandbox/python.h"
 #include "sandbox/result.h"
+#include "schedule/planner.h"
 
 namespace kforge::cli {
 
@@ -17,6 +20,28 @@ namespace {
 constexpr const char* kOutMarker = ".kforge-out";
 
 }  // namespace
+
+std::string measured_summary(const sandbox::EvalResult& r) {
+  std::ostringstream os;
+  os << "\nmeasured on " << r.device << " (torch " << r.torch_version << "): " << sandbox::outcome_name(r.outcome);
+  if (r.max_abs_err) os << ", max abs err " << *r.max_abs_err;
+  os << "\n";
+  if (r.t_candidate) {
+    Table t({"variant", "median", "speed-up"});
+    t.add_row({"candidate", format_seconds(*r.t_candidate), "1.00x"});
+    auto ratio = [&](double x) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2fx", x / *r.t_candidate);
+      return std::string(buf);
+    };
+    if (r.t_eager) t.add_row({"eager", format_seconds(*r.t_eager), ratio(*r.t_eager)});
+    if (r.t_compile) t.add_row({"torch.compile", format_seconds(*r.t_compile), ratio(*r.t_compile)});
+    os << t.render() << "(" << r.samples << " interleaved trials each, L2 flushed; speed-up = variant / candidate)\n";
+  }
+  if (auto reward = sandbox::milestone_reward(r)) os << "reward " << *reward << "\n";
+  if (!r.message.empty() && r.outcome != sandbox::Outcome::kOk) os << r.message << "\n";
+  return os.str();
+}
 
 StatusOr<Protocol> protocol_from_name(const std::string& name) {
   if (name == "cuda-agent") return Protocol{name, "eval", 1e-2, 1e-2};
@@ -74,24 +99,61 @@ StatusOr<BuiltProgram> build_into(const ir::Graph& g, const schedule::Schedule& 
   return b;
 }
 
+std::string reference_source_of(const ir::Graph& g) {
+  auto text = read_file(g.source);
+  return text.is_ok() ? text.value() : std::string();
+}
+
+StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std::string& path) {
+  if (path.empty()) return schedule::plan_one_kernel_per_op(g);
+  KF_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  KF_ASSIGN_OR_RETURN(Json j, parse_json(text, path));
+  return schedule::schedule_from_json(g, j, path);
+}
+
+StatusOr<Turn> import_plan_build(const std::string& input, const std::string& schedule_path, const Protocol& protocol,
+                                 const fs::path& out_dir, bool force, int jobs) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  Turn t;
+  auto t0 = Clock::now();
+  KF_ASSIGN_OR_RETURN(t.graph, load_graph_or_problem(input, protocol.mode));
+  t.stages["import"] = since(t0);
+  auto t1 = Clock::now();
+  KF_ASSIGN_OR_RETURN(t.sched, load_or_plan_schedule(t.graph, schedule_path));
+  t.stages["plan"] = since(t1);
+  KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, force));
+  KF_RETURN_IF_ERROR(write_file(out_dir / "graph.json", ir::graph_to_json(t.graph).dump(1) + "\n"));
+  KF_RETURN_IF_ERROR(
+      write_file(out_dir / "schedule.json", schedule::schedule_to_json(t.graph, t.sched).dump(1) + "\n"));
+  auto t2 = Clock::now();
+  KF_ASSIGN_OR_RETURN(t.built, build_into(t.graph, t.sched, reference_source_of(t.graph), out_dir, jobs));
+  t.stages["codegen_and_build"] = since(t2);
+  return t;
+}
+
+sandbox::EvalResult predicted_result(const BuiltProgram& b, const Protocol& p) {
+  sandbox::EvalResult res;
+  res.protocol = p.name;
+  res.device = "cpu (roofline of NVIDIA H200)";
+  res.predicted = true;
+  res.outcome = b.build.ok ? sandbox::Outcome::kOk : sandbox::Outcome::kCompileError;
+  if (b.build.ok) res.t_candidate = b.cost.seconds;
+  res.message = b.build.message;
+  return res;
+}
+
 OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const BuiltProgram& b, const Protocol& p,
-                        const std::string& device, const Json& stages) {
+                        const sandbox::EvalResult& result, const Json& stages) {
   OrderedJson r;
   r["format"] = "kforge.report/1";
   r["problem"] = g.source;
   r["name"] = g.name;
   r["protocol"] = p.name;
   r["mode"] = g.mode;
-  r["device"] = device;
-  r["torch_version"] = g.torch_version;
-  sandbox::EvalResult res;
-  res.protocol = p.name;
-  res.device = device == "cpu" ? "cpu (roofline of NVIDIA H200)" : device;
-  res.predicted = true;
-  res.outcome = b.build.ok ? sandbox::Outcome::kOk : sandbox::Outcome::kCompileError;
-  if (b.build.ok) res.t_candidate = b.cost.seconds;
-  res.message = b.build.message;
-  r["result"] = sandbox::result_to_json(res);
+  r["device"] = result.device;
+  r["torch_version"] = result.torch_version.empty() ? g.torch_version : result.torch_version;
+  r["result"] = sandbox::result_to_json(result);
   r["predicted_floor_seconds"] = b.cost.floor_seconds;
   r["build"] = {{"ok", b.build.ok},
                 {"outcome", b.build.outcome},
@@ -132,11 +194,11 @@ OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const B
 }
 
 std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const BuiltProgram& b, const Protocol& p,
-                         const std::string& device, const std::string& command) {
+                         const sandbox::EvalResult& result, const std::string& command) {
   std::ostringstream os;
   os << "kforge " << command << " " << g.name << "  (protocol " << p.name << ", " << g.mode << " mode, device "
-     << device << ")\n";
-  if (device == "cpu") {
+     << result.device << ")\n";
+  if (result.predicted) {
     os << "No GPU evaluation: times below are PREDICTED by the roofline cost model (H200 ceilings), "
           "and correctness is NOT verified.\n";
   }
@@ -170,6 +232,7 @@ std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const 
   os << "build: " << b.build.outcome << " (" << b.build.compiles.size() << " files, " << cached << " from cache) in "
      << format_seconds(b.build.seconds) << "\n";
   if (!b.build.ok) os << b.build.message << "\n";
+  if (!result.predicted) os << measured_summary(result);
   return os.str();
 }
 

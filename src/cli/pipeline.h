@@ -11,6 +11,7 @@
 #include "costmodel/roofline.h"
 #include "ir/graph.h"
 #include "sandbox/build.h"
+#include "sandbox/result.h"
 #include "schedule/schedule.h"
 
 namespace kforge::cli {
@@ -39,11 +40,34 @@ struct BuiltProgram {
 StatusOr<BuiltProgram> build_into(const ir::Graph& g, const schedule::Schedule& s, const std::string& reference_source,
                                   const std::filesystem::path& out_dir, int jobs);
 
+// The schedule in `path` (a `kforge plan` JSON), or the first planner's when `path` is empty.
+StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std::string& path);
+
+// One pass of the pipeline: import (or load) -> plan (or load the schedule) -> codegen -> build,
+// writing graph.json, schedule.json and the built program into out_dir.
+struct Turn {
+  ir::Graph graph;
+  schedule::Schedule sched;
+  BuiltProgram built;
+  OrderedJson stages;  // seconds per stage
+};
+StatusOr<Turn> import_plan_build(const std::string& input, const std::string& schedule_path, const Protocol& protocol,
+                                 const std::filesystem::path& out_dir, bool force, int jobs);
+
+// The result a build earns without a GPU: compile_error, or ok with the cost model's time, predicted.
+sandbox::EvalResult predicted_result(const BuiltProgram& b, const Protocol& p);
+
 // The report of one optimize/build run (report.json), and its table for people.
 OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const BuiltProgram& b, const Protocol& p,
-                        const std::string& device, const Json& stages);
+                        const sandbox::EvalResult& result, const Json& stages);
 std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const BuiltProgram& b, const Protocol& p,
-                         const std::string& device, const std::string& command);
+                         const sandbox::EvalResult& result, const std::string& command);
+
+// Lines for people about a GPU evaluation: outcome, error, times against eager and torch.compile, reward.
+std::string measured_summary(const sandbox::EvalResult& r);
+
+// The problem's source text, read from where the graph was traced (empty if unreadable).
+std::string reference_source_of(const ir::Graph& g);
 
 std::string library_file_name(const std::string& graph_name);
 

@@ -30,6 +30,25 @@ std::string py_tensor_specs(const ir::Graph& g, const std::vector<ir::ValueIndex
   return os.str();
 }
 
+// forward's arguments: (input index, name, None) for a tensor, (None, name, value) for a constant.
+std::string py_forward_args(const ir::Graph& g) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < g.forward_args.size(); ++i) {
+    const auto& a = g.forward_args[i];
+    os << (i ? ", " : "") << "(";
+    if (a.input != ir::kNoValue) {
+      os << g.value(a.input).owner << ", " << Json(a.name).dump() << ", None";
+    } else {
+      std::string v = a.constant.is_boolean() ? (a.constant.get<bool>() ? "True" : "False") : a.constant.dump();
+      os << "None, " << Json(a.name).dump() << ", " << v;
+    }
+    os << ")";
+  }
+  os << "]";
+  return os.str();
+}
+
 }  // namespace
 
 std::string model_new_source(const ir::Graph& g, const Program& p, const ProgramOptions& options) {
@@ -56,6 +75,7 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
      << "_KF_LIBRARY = _kf_os.path.join(_kf_os.path.dirname(_kf_os.path.abspath(__file__)), \"" << options.library_file
      << "\")\n"
      << "_KF_INPUTS = " << py_tensor_specs(g, ins) << "\n"
+     << "_KF_ARGS = " << py_forward_args(g) << "  # (input index, name, None) or (None, name, constant)\n"
      << "_KF_PARAMS = " << params.str() << "\n"
      << "_KF_OUTPUTS = " << py_tensor_specs(g, outs) << "\n"
      << "_KF_ABI = " << kAbiVersion << "\n"
@@ -89,10 +109,17 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
         "device))\n\n\n"
      << "class ModelNew(Model):\n"
      << "    \"\"\"Model with its forward replaced by kforge's kernels (" << g.name << ").\"\"\"\n\n"
-     << "    def forward(self, *inputs):\n"
-     << "        if len(inputs) != len(_KF_INPUTS):\n"
-     << "            raise TypeError(\"kforge ModelNew: forward takes %d inputs, got %d\" % (len(_KF_INPUTS), "
-        "len(inputs)))\n"
+     << "    def forward(self, *args):\n"
+     << "        if len(args) != len(_KF_ARGS):\n"
+     << "            raise TypeError(\"kforge ModelNew: forward takes %d arguments, got %d\" % (len(_KF_ARGS), "
+        "len(args)))\n"
+     << "        inputs = [None] * len(_KF_INPUTS)\n"
+     << "        for a, (index, name, constant) in zip(args, _KF_ARGS):\n"
+     << "            if index is not None:\n"
+     << "                inputs[index] = a\n"
+     << "            elif a != constant:\n"
+     << "                raise ValueError(\"kforge ModelNew: the kernels were built for %s = %r, got %r; rebuild for "
+        "the new value\" % (name, constant, a))\n"
      << "        device = inputs[0].device if inputs else torch.device(\"cuda\")\n"
      << "        if device.type != \"cuda\":\n"
      << "            raise ValueError(\"kforge ModelNew: inputs must be on a CUDA device, got \" + str(device))\n"

@@ -41,6 +41,7 @@ ValueIndex Graph::add_input(const std::string& id, const std::string& name, Tens
   auto v = static_cast<ValueIndex>(values_.size());
   values_.push_back({id, ValueKind::kInput, std::move(type), static_cast<int>(inputs_.size())});
   inputs_.push_back({v, name, std::move(dist)});
+  forward_args.push_back({name, v, Json()});
   return v;
 }
 

@@ -49,6 +49,14 @@ struct GraphParam {
   bool is_buffer = false;
 };
 
+// One positional argument of forward: a graph input, or a Python number the graph was specialized to
+// (`A * s` with s = 3.14 from get_inputs()). ModelNew checks that a constant is passed unchanged.
+struct ForwardArg {
+  std::string name;
+  ValueIndex input = kNoValue;  // kNoValue for a constant
+  Json constant;
+};
+
 struct Node {
   OpId op{};
   std::vector<ValueIndex> inputs;  // kNoValue for an absent optional input
@@ -64,6 +72,9 @@ class Graph {
   std::string torch_version;
   std::string mode = "eval";
   Json init_args = Json::array();
+  // forward's arguments in order; every input appears once. add_input appends one; a graph JSON's
+  // "forward_args" replaces the list (to place constants among the inputs).
+  std::vector<ForwardArg> forward_args;
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<GraphInput>& inputs() const { return inputs_; }

@@ -166,6 +166,36 @@ Status parse_node(Graph& g, const Json& jn, size_t index) {
   return Status::ok();
 }
 
+Status parse_forward_args(Graph& g, const Json& j, const std::string& what) {
+  if (j.is_null()) return Status::ok();  // forward takes exactly the inputs, as add_input recorded
+  g.forward_args.clear();
+  if (!j.is_array()) return invalid_argument(what + ": \"forward_args\" must be a list");
+  std::vector<int> uses(g.values().size(), 0);
+  for (const auto& ja : j) {
+    const std::string where = what + ": forward argument #" + std::to_string(g.forward_args.size());
+    if (!ja.is_object()) return invalid_argument(where + " must be an object");
+    ForwardArg a;
+    a.name = ja.value("name", "");
+    if (ja.contains("input")) {
+      a.input = ja["input"].is_string() ? g.find(ja["input"].get<std::string>()) : kNoValue;
+      if (a.input == kNoValue || g.value(a.input).kind != ValueKind::kInput)
+        return invalid_argument(where + ": \"input\" must name one of the graph's inputs");
+      ++uses[static_cast<size_t>(a.input)];
+    } else if (ja.contains("constant") && (ja["constant"].is_number() || ja["constant"].is_boolean())) {
+      a.constant = ja["constant"];
+    } else {
+      return invalid_argument(where + " needs \"input\" (an input id) or \"constant\" (a number)");
+    }
+    g.forward_args.push_back(std::move(a));
+  }
+  for (const auto& in : g.inputs()) {
+    if (uses[static_cast<size_t>(in.value)] != 1)
+      return invalid_argument(what + ": input '" + g.value(in.value).id +
+                              "' must appear exactly once in \"forward_args\"");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
@@ -219,6 +249,7 @@ StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
     outs.push_back(v);
   }
   g.set_outputs(std::move(outs));
+  KF_RETURN_IF_ERROR(parse_forward_args(g, j.value("forward_args", Json()), what));
   KF_RETURN_IF_ERROR(validate(g).with_context(what));
   return g;
 }
@@ -249,6 +280,17 @@ OrderedJson graph_to_json(const Graph& g) {
     type_fields(o, g.type(in.value));
     o["dist"] = in.dist;
     j["inputs"].push_back(o);
+  }
+  j["forward_args"] = OrderedJson::array();
+  for (const auto& a : g.forward_args) {
+    OrderedJson o;
+    o["name"] = a.name;
+    if (a.input != kNoValue) {
+      o["input"] = g.value(a.input).id;
+    } else {
+      o["constant"] = a.constant;
+    }
+    j["forward_args"].push_back(o);
   }
   j["params"] = OrderedJson::array();
   for (const auto& p : g.params()) {

@@ -1,14 +1,14 @@
 // nvcc driver: writes sources, compiles them on a pool of jobs, links, caches by content hash.
 #include "sandbox/build.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <regex>
 #include <sstream>
 #include <thread>
-
-#include <unistd.h>
 
 #include "base/files.h"
 #include "base/subprocess.h"

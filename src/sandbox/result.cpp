@@ -16,6 +16,26 @@ const char* outcome_name(Outcome o) {
   return "?";
 }
 
+std::optional<Outcome> outcome_from_name(const std::string& name) {
+  for (Outcome o : {Outcome::kOk, Outcome::kCompileError, Outcome::kWrongAnswer, Outcome::kRuntimeFault,
+                    Outcome::kTimeout, Outcome::kResourceExhausted, Outcome::kForbidden}) {
+    if (name == outcome_name(o)) return o;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> milestone_reward(const EvalResult& r) {
+  if (r.outcome != Outcome::kOk) return -1;
+  if (r.predicted) return std::nullopt;
+  if (!r.t_candidate || !r.t_eager) return 1;
+  const double t = *r.t_candidate;
+  const bool beats_eager = t < 0.95 * *r.t_eager;
+  const bool beats_compile = r.t_compile && t < 0.95 * *r.t_compile;
+  if (beats_eager && beats_compile) return 3;
+  if (beats_eager) return 2;
+  return 1;
+}
+
 OrderedJson result_to_json(const EvalResult& r) {
   auto opt = [](const std::optional<double>& v) { return v ? OrderedJson(*v) : OrderedJson(nullptr); };
   OrderedJson j;
@@ -28,8 +48,11 @@ OrderedJson result_to_json(const EvalResult& r) {
   j["samples"] = r.samples;
   j["protocol"] = r.protocol;
   j["device"] = r.device;
+  if (!r.torch_version.empty()) j["torch"] = r.torch_version;
   j["predicted"] = r.predicted;
   j["verified"] = !r.predicted && r.outcome != Outcome::kCompileError;
+  auto reward = milestone_reward(r);
+  j["reward"] = reward ? OrderedJson(*reward) : OrderedJson(nullptr);
   if (!r.message.empty()) j["message"] = r.message;
   return j;
 }

@@ -12,6 +12,7 @@ namespace kforge::sandbox {
 enum class Outcome { kOk, kCompileError, kWrongAnswer, kRuntimeFault, kTimeout, kResourceExhausted, kForbidden };
 
 const char* outcome_name(Outcome o);  // "ok", "compile_error", ...
+std::optional<Outcome> outcome_from_name(const std::string& name);
 
 struct EvalResult {
   Outcome outcome = Outcome::kOk;
@@ -20,13 +21,20 @@ struct EvalResult {
   std::optional<double> t_candidate;  // seconds (median when measured)
   std::optional<double> t_eager;
   std::optional<double> t_compile;
-  int samples = 0;        // timed trials per variant (0 when predicted)
-  std::string protocol;   // "cuda-agent" or "kernelbench"
-  std::string device;     // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
-  bool predicted = true;  // times come from the cost model, correctness is unverified
-  std::string message;    // the compiler's or the harness's words on a failure
+  int samples = 0;            // timed trials per variant (0 when predicted)
+  std::string protocol;       // "cuda-agent" or "kernelbench"
+  std::string device;         // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
+  std::string torch_version;  // of the process that measured (empty when predicted)
+  bool predicted = true;      // times come from the cost model, correctness is unverified
+  std::string message;        // the compiler's or the harness's words on a failure
 };
 
 OrderedJson result_to_json(const EvalResult& r);
+
+// The CUDA Agent paper's milestone reward (Eq. 1): -1 if the candidate is not correct; 3 if it is
+// more than 5 % faster than both eager and torch.compile; 2 if more than 5 % faster than eager;
+// else 1. A correct candidate without measured times earns 1. Predicted results (no GPU) have no
+// reward: correctness was never established.
+std::optional<int> milestone_reward(const EvalResult& r);
 
 }  // namespace kforge::sandbox

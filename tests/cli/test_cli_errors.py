@@ -119,3 +119,30 @@ def test_help_everywhere():
         r = kforge(*cmd, "--help")
         assert r.returncode == 0, cmd
         assert "Usage" in r.stdout or "USAGE" in r.stdout.upper()
+
+
+def load_model_new(path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("kforge_model_new_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_model_new_checks_a_specialized_scalar_argument(tmp_path):
+    # get_inputs() passes s = 3.14; the kernels are specialized to it, and ModelNew says so when
+    # called with another value (before it needs a GPU), and accepts the built value.
+    problem = os.path.join(SHARED, "level1/5_Matrix_scalar_multiplication.py")
+    out = tmp_path / "out"
+    r = kforge("build", problem, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    import torch
+    mod = load_model_new(str(out / "model_new.py"))
+    m = mod.ModelNew()
+    a = torch.rand(4, 4)
+    with pytest.raises(ValueError, match=r"built for s = 3.14, got 2.0"):
+        m(a, 2.0)
+    with pytest.raises(TypeError, match="takes 2 arguments, got 1"):
+        m(a)
+    with pytest.raises(ValueError, match="CUDA device"):
+        m(a, 3.14)

@@ -1,0 +1,555 @@
+// kforge bench: every problem of a suite through import -> plan -> build (in parallel on the CPU
+// cores) -> verify (in parallel harness workers sharing the GPU, while builds go on) -> profile
+// (one worker, the GPU to itself), then the paper's metrics per level as a table and as JSON.
+// Without a GPU the candidates are built and the cost model predicts their times (labelled).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "base/files.h"
+#include "base/subprocess.h"
+#include "base/table.h"
+#include "cli/commands.h"
+#include "cli/evaluate.h"
+#include "cli/pipeline.h"
+#include "sandbox/metrics.h"
+#include "sandbox/toolchain.h"
+
+namespace kforge::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct BenchProblem {
+  std::string level;  // the directory it came from: "level1"
+  std::string name;   // the file stem: "19_ReLU"
+  fs::path path;
+};
+
+struct BenchRecord {
+  BenchProblem problem;
+  fs::path out_dir;
+  bool built = false;
+  sandbox::EvalResult result;
+  std::optional<double> floor_seconds;      // cost model floor of the graph
+  std::optional<double> predicted_seconds;  // cost model time of the candidate
+  double build_seconds = 0;
+  double verify_seconds = 0;
+  bool skipped = true;  // not reached before --time-limit; cleared when its build starts
+};
+
+std::set<std::string> split_list(const std::string& s) {
+  std::set<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    std::string item = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!item.empty()) out.insert(item);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+// Problems sort by their leading number where they have one ("2_..." before "10_...").
+bool problem_less(const BenchProblem& a, const BenchProblem& b) {
+  if (a.level != b.level) return a.level < b.level;
+  auto num = [](const std::string& s) {
+    size_t i = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i ? std::stol(s.substr(0, i)) : -1L;
+  };
+  long na = num(a.name), nb = num(b.name);
+  return na != nb ? na < nb : a.name < b.name;
+}
+
+StatusOr<std::vector<BenchProblem>> find_problems(const BenchArgs& a) {
+  std::error_code ec;
+  fs::path suite(a.suite);
+  if (!fs::is_directory(suite, ec))
+    return not_found("--suite " + a.suite + " is not a directory: give a directory of KernelBench problems (.py)");
+  auto levels = split_list(a.levels);
+  auto only = split_list(a.only);
+  std::vector<BenchProblem> out;
+  auto add_dir = [&](const fs::path& dir, const std::string& level) {
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (!e.is_regular_file() || e.path().extension() != ".py") continue;
+      std::string stem = e.path().stem().string();
+      if (!only.empty() && !only.count(stem)) continue;
+      out.push_back({level, stem, e.path()});
+    }
+  };
+  std::string suite_name = fs::absolute(suite).lexically_normal().filename().string();
+  if (suite_name.empty()) suite_name = fs::absolute(suite).lexically_normal().parent_path().filename().string();
+  bool has_files = false;
+  for (const auto& e : fs::directory_iterator(suite, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".py") has_files = true;
+  }
+  if (has_files && (levels.empty() || levels.count(suite_name))) add_dir(suite, suite_name);
+  for (const auto& e : fs::directory_iterator(suite, ec)) {
+    if (!e.is_directory()) continue;
+    std::string level = e.path().filename().string();
+    if (!levels.empty() && !levels.count(level)) continue;
+    add_dir(e.path(), level);
+  }
+  if (out.empty())
+    return not_found("no problems (.py) found in " + a.suite +
+                     (levels.empty() && only.empty() ? "" : " with the given --levels / --only"));
+  std::sort(out.begin(), out.end(), problem_less);
+  return out;
+}
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+// The commit of the kforge tree: $KFORGE_COMMIT (set by scripts that run on copies), else git.
+std::string kforge_commit() {
+  if (const char* c = std::getenv("KFORGE_COMMIT"); c && *c) return c;
+  auto home = sandbox::kforge_home();
+  if (!home.is_ok()) return "unknown";
+  auto r = run_process({"git", "-C", home->string(), "rev-parse", "--short", "HEAD"}, {.timeout_seconds = 10});
+  if (!r.is_ok() || !r->ok()) return "unknown";
+  std::string s = r->output;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  auto dirty = run_process({"git", "-C", home->string(), "status", "--porcelain", "--untracked-files=no"},
+                           {.timeout_seconds = 10});
+  if (dirty.is_ok() && dirty->ok() && !dirty->output.empty()) s += "+dirty";
+  return s;
+}
+
+OrderedJson optional_ms(const std::optional<double>& s) {
+  return s ? OrderedJson(*s * 1e3) : OrderedJson(nullptr);
+}
+
+OrderedJson record_json(const BenchRecord& r) {
+  const auto& e = r.result;
+  OrderedJson j;
+  j["level"] = r.problem.level;
+  j["problem"] = r.problem.name;
+  j["outcome"] = sandbox::outcome_name(e.outcome);
+  j["correct"] = e.outcome == sandbox::Outcome::kOk && !e.predicted;
+  j["predicted"] = e.predicted;
+  j["t_candidate_ms"] = optional_ms(e.t_candidate);
+  j["t_eager_ms"] = optional_ms(e.t_eager);
+  j["t_compile_ms"] = optional_ms(e.t_compile);
+  j["t_floor_ms"] = optional_ms(r.floor_seconds);
+  j["t_predicted_ms"] = optional_ms(r.predicted_seconds);
+  j["max_abs_err"] = e.max_abs_err ? OrderedJson(*e.max_abs_err) : OrderedJson(nullptr);
+  j["max_rel_err"] = e.max_rel_err ? OrderedJson(*e.max_rel_err) : OrderedJson(nullptr);
+  auto reward = sandbox::milestone_reward(e);
+  j["reward"] = reward ? OrderedJson(*reward) : OrderedJson(nullptr);
+  j["samples"] = e.samples;
+  j["build_seconds"] = r.build_seconds;
+  j["verify_seconds"] = r.verify_seconds;
+  j["out_dir"] = r.out_dir.string();
+  if (!e.message.empty()) j["message"] = e.message.substr(0, 4000);
+  return j;
+}
+
+OrderedJson metrics_json(const sandbox::SuiteMetrics& m) {
+  auto opt = [](const std::optional<double>& v) { return v ? OrderedJson(*v) : OrderedJson(nullptr); };
+  OrderedJson j;
+  j["problems"] = m.problems;
+  j["built"] = m.built;
+  j["correct"] = m.correct;
+  j["timed"] = m.timed;
+  j["pass_rate"] = m.predicted ? OrderedJson(nullptr) : OrderedJson(m.pass_rate);
+  j["faster_than_eager"] = opt(m.faster_than_eager);
+  j["faster_than_compile"] = opt(m.faster_than_compile);
+  j["speedup_vs_eager"] = opt(m.speedup_vs_eager);
+  j["speedup_vs_compile"] = opt(m.speedup_vs_compile);
+  j["median_floor_over_t"] = opt(m.median_floor_ratio);
+  j["mean_reward"] = opt(m.mean_reward);
+  j["predicted"] = m.predicted;
+  return j;
+}
+
+sandbox::SuiteMetrics metrics_of(const std::vector<const BenchRecord*>& rs) {
+  std::vector<sandbox::EvalResult> results;
+  std::vector<std::optional<double>> floors;
+  for (const auto* r : rs) {
+    results.push_back(r->result);
+    floors.push_back(r->floor_seconds);
+  }
+  return sandbox::suite_metrics(results, floors);
+}
+
+// Records per level and "all"; problems skipped for the time limit are left out of every metric.
+std::map<std::string, std::vector<const BenchRecord*>> by_level(const std::vector<BenchRecord>& records) {
+  std::map<std::string, std::vector<const BenchRecord*>> out;
+  for (const auto& r : records) {
+    if (r.skipped) continue;
+    out[r.problem.level].push_back(&r);
+    out["all"].push_back(&r);
+  }
+  return out;
+}
+
+std::string percent(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * *v);
+  return buf;
+}
+
+std::string times(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", *v);
+  return buf;
+}
+
+std::string fixed2(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", *v);
+  return buf;
+}
+
+std::vector<std::string> summary_row(const std::string& level, const sandbox::SuiteMetrics& m) {
+  return {level,
+          std::to_string(m.problems),
+          std::to_string(m.built),
+          m.predicted ? "-" : std::to_string(m.correct),
+          m.predicted ? "-" : percent(m.pass_rate),
+          percent(m.faster_than_eager),
+          percent(m.faster_than_compile),
+          times(m.speedup_vs_eager),
+          times(m.speedup_vs_compile),
+          times(m.median_floor_ratio),
+          fixed2(m.mean_reward)};
+}
+
+std::string summary_table(const std::vector<BenchRecord>& records) {
+  Table t({"level", "problems", "built", "correct", "pass", "faster>eager", "faster>compile", "speedup/eager",
+           "speedup/compile", "floor/t", "reward"});
+  auto levels = by_level(records);
+  for (const auto& [level, rs] : levels) {
+    if (level != "all") t.add_row(summary_row(level, metrics_of(rs)));
+  }
+  if (levels.size() > 2) {
+    t.add_rule();
+    t.add_row(summary_row("all", metrics_of(levels["all"])));
+  }
+  return t.render();
+}
+
+// The whole run's state, shared by the builder, verifier and profiler threads.
+class BenchRun {
+ public:
+  BenchRun(const BenchArgs& a, Protocol p, std::string device, std::vector<BenchProblem> problems, fs::path out)
+      : args_(a), protocol_(std::move(p)), device_(std::move(device)), out_(std::move(out)) {
+    for (auto& pr : problems) {
+      BenchRecord r;
+      r.out_dir = out_ / pr.level / pr.name;
+      r.problem = std::move(pr);
+      r.result.protocol = protocol_.name;
+      records_.push_back(std::move(r));
+    }
+  }
+
+  int run();
+
+ private:
+  void build_loop();
+  void verify_loop();
+  void profile_all();
+  void progress(const BenchRecord& r, const std::string& what);
+  bool past_time_limit() const {
+    return args_.time_limit > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() > args_.time_limit;
+  }
+  void save();
+  OrderedJson report() const;
+
+  const BenchArgs& args_;
+  Protocol protocol_;
+  std::string device_;
+  fs::path out_;
+  std::vector<BenchRecord> records_;
+  std::mutex mu_;
+  std::condition_variable built_cv_;
+  std::deque<size_t> to_verify_;
+  std::atomic<size_t> next_build_{0};
+  int builders_left_ = 0;
+  int done_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::string torch_;
+};
+
+void BenchRun::progress(const BenchRecord& r, const std::string& what) {
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::fprintf(stderr, "[%4.0f s] %-7s %-52s %s\n", s, r.problem.level.c_str(), r.problem.name.substr(0, 52).c_str(),
+               what.c_str());
+}
+
+void BenchRun::build_loop() {
+  for (size_t i = next_build_++; i < records_.size() && !past_time_limit(); i = next_build_++) {
+    BenchRecord& r = records_[i];
+    r.skipped = false;
+    auto t0 = std::chrono::steady_clock::now();
+    auto turn = import_plan_build(r.problem.path.string(), "", protocol_, r.out_dir, /*force=*/true, /*jobs=*/1);
+    r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string line;
+    if (!turn.is_ok()) {
+      r.result.outcome = sandbox::Outcome::kCompileError;
+      r.result.message = turn.status().message();
+      r.result.predicted = device_ != "cuda";
+      line = "not built: " + r.result.message.substr(0, 120);
+    } else {
+      r.floor_seconds = turn->built.cost.floor_seconds;
+      r.predicted_seconds = turn->built.cost.seconds;
+      r.built = turn->built.build.ok;
+      r.result = predicted_result(turn->built, protocol_);
+      if (device_ == "cuda") {
+        r.result.predicted = false;  // compile errors are facts; ok waits for the GPU
+        r.result.device.clear();
+      }
+      line = r.built ? "built in " + format_seconds(r.build_seconds) : "compile error";
+      if (torch_.empty()) torch_ = turn->graph.torch_version;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    progress(r, line);
+    if (device_ == "cuda" && r.built) {
+      to_verify_.push_back(i);
+      built_cv_.notify_one();
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  --builders_left_;
+  built_cv_.notify_all();
+}
+
+void BenchRun::verify_loop() {
+  sandbox::HarnessWorker worker;
+  for (;;) {
+    size_t i;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      built_cv_.wait(lock, [&] { return !to_verify_.empty() || builders_left_ == 0; });
+      if (to_verify_.empty()) return;
+      if (past_time_limit()) {  // built but not verified: it counts as not reached
+        for (size_t k : to_verify_) records_[k].skipped = true;
+        to_verify_.clear();
+        return;
+      }
+      i = to_verify_.front();
+      to_verify_.pop_front();
+    }
+    BenchRecord& r = records_[i];
+    sandbox::EvalRequest req;
+    req.problem = r.problem.path;
+    req.candidate = r.out_dir / "model_new.py";
+    req.protocol = protocol_.name;
+    req.precompile = args_.profile;  // warm inductor's cache in parallel; the profile phase is serial
+    req.timeout_seconds = 300;
+    auto t0 = std::chrono::steady_clock::now();
+    auto res = worker.evaluate(req);
+    std::lock_guard<std::mutex> lock(mu_);
+    r.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!res.is_ok()) {
+      r.result.outcome = sandbox::Outcome::kRuntimeFault;
+      r.result.message = "kforge could not run the harness: " + res.status().message();
+    } else {
+      r.result = std::move(res).value();
+      if (!r.result.torch_version.empty()) torch_ = r.result.torch_version;
+    }
+    progress(r, std::string("verify: ") + sandbox::outcome_name(r.result.outcome) +
+                    (r.result.outcome == sandbox::Outcome::kOk ? "" : " " + r.result.message.substr(0, 100)));
+    save();
+  }
+}
+
+void BenchRun::profile_all() {
+  sandbox::HarnessWorker worker;
+  for (auto& r : records_) {
+    if (r.skipped || r.result.outcome != sandbox::Outcome::kOk || r.result.predicted) continue;
+    if (past_time_limit()) {
+      r.result.message = "not timed: --time-limit reached";
+      continue;
+    }
+    sandbox::EvalRequest req;
+    req.problem = r.problem.path;
+    req.candidate = r.out_dir / "model_new.py";
+    req.protocol = protocol_.name;
+    req.verify = false;  // verified above, on fresh inputs
+    req.profile = true;
+    req.trials = args_.trials;
+    req.timeout_seconds = 600;
+    auto res = worker.evaluate(req);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!res.is_ok() || res->outcome != sandbox::Outcome::kOk) {
+      // The candidate was verified correct; a profiling failure is recorded, not a verdict.
+      r.result.message = "profile failed: " + (res.is_ok() ? res->message : res.status().message());
+      progress(r, r.result.message.substr(0, 120));
+      continue;
+    }
+    r.result.t_candidate = res->t_candidate;
+    r.result.t_eager = res->t_eager;
+    r.result.t_compile = res->t_compile;
+    r.result.samples = res->samples;
+    char line[160];
+    std::snprintf(line, sizeof line, "candidate %s  eager %s  compile %s  reward %d",
+                  format_seconds(res->t_candidate.value_or(0)).c_str(),
+                  format_seconds(res->t_eager.value_or(0)).c_str(),
+                  res->t_compile ? format_seconds(*res->t_compile).c_str() : "-",
+                  sandbox::milestone_reward(r.result).value_or(0));
+    progress(r, line);
+    save();
+  }
+}
+
+OrderedJson BenchRun::report() const {
+  OrderedJson j;
+  j["format"] = "kforge.bench/1";
+  j["device"] = device_ == "cuda" ? [&] {
+    for (const auto& r : records_)
+      if (!r.result.device.empty() && !r.result.predicted) return r.result.device;
+    return std::string("cuda");
+  }()
+                                  : std::string("cpu (roofline of NVIDIA H200)");
+  j["torch"] = torch_;
+  j["protocol"] = protocol_.name;
+  j["commit"] = kforge_commit();
+  j["date"] = today();
+  j["suite"] = fs::absolute(args_.suite).lexically_normal().string();
+  j["predicted"] = device_ != "cuda";
+  j["method"] = device_ == "cuda"
+                    ? "verify: 5 fresh input sets, outputs poisoned, protocol tolerance; profile: warm-up, " +
+                          std::to_string(args_.trials) +
+                          " interleaved trials of candidate / eager / torch.compile (default mode, compiled "
+                          "before timing), L2 flushed before each, CUDA events, median"
+                    : "no GPU: candidates built with nvcc, times predicted by the roofline cost model, "
+                      "correctness not verified";
+  OrderedJson summary;
+  for (const auto& [level, rs] : by_level(records_)) summary[level] = metrics_json(metrics_of(rs));
+  j["summary"] = summary;
+  j["problems"] = OrderedJson::array();
+  int skipped = 0;
+  for (const auto& r : records_) {
+    if (r.skipped) {
+      ++skipped;
+    } else {
+      j["problems"].push_back(record_json(r));
+    }
+  }
+  j["skipped_for_time_limit"] = skipped;
+  return j;
+}
+
+void BenchRun::save() {
+  std::string text = report().dump(1) + "\n";
+  (void)write_file(out_ / "bench.json", text);
+  if (!args_.json_out.empty()) (void)write_file(args_.json_out, text);
+}
+
+int BenchRun::run() {
+  int jobs =
+      args_.common.jobs > 0 ? args_.common.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  jobs = std::min<int>(jobs, static_cast<int>(records_.size()));
+  std::fprintf(stderr, "kforge bench: %zu problems, protocol %s, device %s, %d build jobs%s\n", records_.size(),
+               protocol_.name.c_str(), device_.c_str(), jobs,
+               device_ == "cuda" ? (", " + std::to_string(args_.workers) + " verify workers").c_str()
+                                 : " (no GPU: times are PREDICTED, correctness NOT verified)");
+  builders_left_ = jobs;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < jobs; ++i) threads.emplace_back([this] { build_loop(); });
+  if (device_ == "cuda") {
+    for (int i = 0; i < args_.workers; ++i) threads.emplace_back([this] { verify_loop(); });
+  }
+  for (auto& t : threads) t.join();
+  if (device_ == "cuda" && args_.profile) profile_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    save();
+  }
+  std::vector<const BenchRecord*> failed;
+  int skipped = 0;
+  for (const auto& r : records_) {
+    if (r.skipped) {
+      ++skipped;
+    } else if (r.result.outcome != sandbox::Outcome::kOk) {
+      failed.push_back(&r);
+    }
+  }
+  if (!failed.empty()) {
+    std::cout << "failures:\n";
+    for (const auto* r : failed) {
+      std::string msg = r->result.message;
+      std::replace(msg.begin(), msg.end(), '\n', ' ');
+      std::cout << "  " << r->problem.level << "/" << r->problem.name << ": "
+                << sandbox::outcome_name(r->result.outcome) << ": " << msg.substr(0, 160) << "\n";
+    }
+    std::cout << "\n";
+  }
+  OrderedJson rep = report();
+  std::cout << "kforge bench " << args_.suite << "  (protocol " << protocol_.name << ", device "
+            << rep["device"].get<std::string>() << ", torch " << torch_ << ", commit "
+            << rep["commit"].get<std::string>() << ", " << rep["date"].get<std::string>() << ")\n";
+  if (device_ != "cuda") {
+    std::cout << "No GPU: candidates were built, but correctness is NOT verified and times are PREDICTED by the "
+                 "cost model.\n";
+  }
+  if (skipped > 0)
+    std::cout << skipped << " problems not reached before --time-limit " << args_.time_limit
+              << " s: left out of the table and the JSON\n";
+  std::cout << summary_table(records_);
+  std::cout << "pass = correct / problems; faster>X = correct and faster than X / problems; speedup = geometric "
+               "mean of t_X / t over correct problems; floor/t = median cost-model floor over candidate time\n";
+  std::cout << "wrote " << (out_ / "bench.json").string();
+  if (!args_.json_out.empty()) std::cout << " and " << args_.json_out;
+  std::cout << "\n";
+  return failed.empty() ? kExitOk : kExitFailedResult;
+}
+
+}  // namespace
+
+int run_bench(const BenchArgs& a) {
+  auto protocol = protocol_from_name(a.common.protocol);
+  if (!protocol.is_ok()) {
+    std::fprintf(stderr, "kforge bench: error: %s\n", protocol.status().message().c_str());
+    return kExitUserError;
+  }
+  auto device = resolve_device(a.device);
+  auto problems = find_problems(a);
+  for (const Status& s : {device.status(), problems.status()}) {
+    if (!s.is_ok()) {
+      std::fprintf(stderr, "kforge bench: error: %s\n", s.message().c_str());
+      return kExitUserError;
+    }
+  }
+  fs::path out = a.out_dir.empty()
+                     ? fs::path("out") / ("bench-" + fs::absolute(a.suite).lexically_normal().filename().string() +
+                                          "-" + protocol->name)
+                     : fs::path(a.out_dir);
+  if (auto s = prepare_out_dir(out, a.force); !s.is_ok()) {
+    std::fprintf(stderr, "kforge bench: error: %s\n", s.message().c_str());
+    return kExitUserError;
+  }
+  if (!a.json_out.empty()) {
+    std::error_code ec;
+    if (fs::exists(a.json_out, ec) && !a.force) {
+      std::fprintf(stderr, "kforge bench: error: %s exists; pick another --json, or pass --force to overwrite it\n",
+                   a.json_out.c_str());
+      return kExitUserError;
+    }
+  }
+  BenchRun run(a, protocol.value(), device.value(), std::move(problems).value(), out);
+  return run.run();
+}
+
+}  // namespace kforge::cli

@@ -1,0 +1,43 @@
+// Export of a program as one self-contained KernelBench ModelNew file: the problem's source, the
+// CUDA sources inline, built at import time with torch.utils.cpp_extension.load_inline, so that the
+// upstream KernelBench harness (and its static checker) accepts the file as it is.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "codegen/program.h"
+#include "ir/graph.h"
+
+namespace kforge::codegen {
+
+// `program` is what emit_program made for `g`; `reference_source` is the problem file's text.
+// Fails (unsupported) when the upstream static checker would reject the file whatever kforge emits:
+// the problem source itself breaks a strict rule, or the program has no __global__ kernel of its own
+// (pure cuBLAS/cuDNN programs).
+StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& program,
+                                         const std::string& reference_source);
+
+// The directory holding the device runtime (kforge_runtime.cuh and the runtime .cu files):
+// $KFORGE_HOME, the tree around the running executable, then the source tree kforge was built from.
+StatusOr<std::filesystem::path> find_runtime_dir();
+
+// The program's CUDA units as the one translation unit load_inline compiles (its cuda_sources,
+// without the torch includes load_inline prepends): library includes hoisted, the runtime header
+// once, then each unit (kernels, entry, runtime sources) in a namespace of its own with the macros
+// it defines undefined after it.
+StatusOr<std::string> kernelbench_cuda_source(const Program& program, const std::filesystem::path& runtime_dir);
+
+// The C++ binding load_inline compiles (its cpp_sources, after torch/extension.h): `kforge_run`,
+// which takes the input, parameter and output tensors and a scratch byte tensor and calls
+// kforge_forward on the current CUDA stream.
+std::string kernelbench_binding_source();
+
+// The rules of upstream KernelBench's static checker in strict mode (kernel_static_checker.py,
+// backend "cuda"), applied to `text` as it does: per line, after cutting `#` and `//` comments.
+// One message per broken rule, empty when the text passes.
+std::vector<std::string> kernelbench_static_violations(const std::string& text);
+
+}  // namespace kforge::codegen

@@ -1,0 +1,66 @@
+// The GPU harness as seen from C++: a worker process (python3 -m kforge.harness --serve) that
+// verifies and times candidates, spoken to in JSON lines over pipes. The supervisor (this side)
+// never touches CUDA; a candidate that crashes, hangs or poisons the CUDA context costs only the
+// worker, which is killed with its whole process group and started afresh for the next request.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "base/status.h"
+#include "sandbox/result.h"
+
+namespace kforge::sandbox {
+
+struct EvalRequest {
+  std::filesystem::path problem;    // the KernelBench-format reference (.py)
+  std::filesystem::path candidate;  // the candidate's model_new.py
+  std::string protocol = "cuda-agent";
+  bool verify = true;
+  bool profile = false;     // time candidate, eager and torch.compile (after verifying, if verify)
+  bool precompile = false;  // after a correct verify: compile the reference once to warm inductor's cache
+  int trials = 30;
+  double timeout_seconds = 300;  // for the whole request; past it the worker is killed: outcome timeout
+};
+
+struct HarnessOptions {
+  std::string python;                  // a python3 with torch (default: python_executable())
+  std::vector<std::string> extra_env;  // "NAME=value"
+  double start_timeout_seconds = 120;  // importing torch and creating the CUDA context
+};
+
+class HarnessWorker {
+ public:
+  explicit HarnessWorker(HarnessOptions options = {});
+  ~HarnessWorker();
+  HarnessWorker(const HarnessWorker&) = delete;
+  HarnessWorker& operator=(const HarnessWorker&) = delete;
+
+  // Never fails as a call: a broken candidate or worker is an outcome in the result. A Status
+  // error means kforge itself cannot run the harness (no python, no kforge tree).
+  StatusOr<EvalResult> evaluate(const EvalRequest& request);
+
+  int starts() const { return starts_; }  // worker processes started so far (1 + restarts)
+
+ private:
+  Status start();
+  void stop();
+  std::string stderr_tail() const;
+
+  HarnessOptions options_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1;
+  int from_worker_ = -1;
+  std::string pending_;  // bytes read past the last complete line
+  std::filesystem::path stderr_log_;
+  int starts_ = 0;
+};
+
+// The harness's JSON answer as the result type (unknown outcomes become runtime_fault).
+EvalResult result_from_harness_json(const Json& j, const std::string& protocol);
+
+}  // namespace kforge::sandbox

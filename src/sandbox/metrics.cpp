@@ -1,0 +1,67 @@
+// Pass rate, faster rates, geometric-mean speed-ups and floor ratios over a suite's results.
+#include "sandbox/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kforge::sandbox {
+
+SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::vector<std::optional<double>>& floors) {
+  SuiteMetrics m;
+  m.problems = static_cast<int>(results.size());
+  if (results.empty()) return m;
+  int faster_eager = 0;
+  int faster_compile = 0;
+  int with_eager = 0;
+  int with_compile = 0;
+  double log_eager = 0;
+  double log_compile = 0;
+  std::vector<double> floor_ratios;
+  double reward_sum = 0;
+  int rewarded = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const EvalResult& r = results[i];
+    if (r.predicted) m.predicted = true;
+    if (r.outcome != Outcome::kCompileError) ++m.built;
+    if (auto reward = milestone_reward(r)) {
+      reward_sum += *reward;
+      ++rewarded;
+    }
+    if (r.t_candidate && *r.t_candidate > 0 && i < floors.size() && floors[i])
+      floor_ratios.push_back(*floors[i] / *r.t_candidate);
+    if (r.outcome != Outcome::kOk || r.predicted) continue;
+    ++m.correct;
+    if (!r.t_candidate || *r.t_candidate <= 0) continue;
+    ++m.timed;
+    const double t = *r.t_candidate;
+    if (r.t_eager && *r.t_eager > 0) {
+      ++with_eager;
+      log_eager += std::log(*r.t_eager / t);
+      if (t < *r.t_eager) ++faster_eager;
+    }
+    if (r.t_compile && *r.t_compile > 0) {
+      ++with_compile;
+      log_compile += std::log(*r.t_compile / t);
+      if (t < *r.t_compile) ++faster_compile;
+    }
+  }
+  const double n = m.problems;
+  m.pass_rate = m.correct / n;
+  if (with_eager > 0) {
+    m.faster_than_eager = faster_eager / n;
+    m.speedup_vs_eager = std::exp(log_eager / with_eager);
+  }
+  if (with_compile > 0) {
+    m.faster_than_compile = faster_compile / n;
+    m.speedup_vs_compile = std::exp(log_compile / with_compile);
+  }
+  if (!floor_ratios.empty()) {
+    std::sort(floor_ratios.begin(), floor_ratios.end());
+    size_t k = floor_ratios.size();
+    m.median_floor_ratio = k % 2 ? floor_ratios[k / 2] : 0.5 * (floor_ratios[k / 2 - 1] + floor_ratios[k / 2]);
+  }
+  if (rewarded > 0) m.mean_reward = reward_sum / rewarded;
+  return m;
+}
+
+}  // namespace kforge::sandbox

@@ -1,0 +1,178 @@
+// The harness supervisor against a stand-in worker (no GPU here): answers, hangs, crashes and
+// garbage become outcomes; the worker is replaced after each, and the next request is answered.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "sandbox/harness.h"
+#include "sandbox/metrics.h"
+#include "test_util.h"
+
+namespace kforge::sandbox {
+namespace {
+
+// A stand-in for `python3 -m kforge.harness --serve`: behaves as the candidate's file name says.
+const char* kFakeWorker = R"(#!/usr/bin/env python3
+import json, os, signal, sys, time
+for line in sys.stdin:
+    req = json.loads(line)
+    name = os.path.basename(os.path.dirname(req["candidate"]))
+    if name == "hang":
+        time.sleep(60)
+    if name == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if name == "garbage":
+        print("this is not json", flush=True)
+        continue
+    if name == "fault":
+        print(json.dumps({"outcome": "runtime_fault", "message": "CUDA error: an illegal memory access"}), flush=True)
+        continue
+    ans = {"outcome": "ok", "device": "Fake GPU", "torch": "0.0", "max_abs_err": 1e-6, "max_rel_err": 1e-5,
+           "pid": os.getpid()}
+    if req.get("profile"):
+        ans.update(t_candidate=0.001, t_eager=0.002, t_compile=0.0012, samples=req["trials"])
+    print(json.dumps(ans), flush=True)
+)";
+
+class HarnessWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = kforge::testing::temp_dir("harness");
+    script_ = dir_ / "fake_worker.py";
+    std::ofstream(script_) << kFakeWorker;
+    ::chmod(script_.c_str(), 0755);
+  }
+  EvalRequest request(const std::string& candidate, double timeout = 20) {
+    EvalRequest r;
+    r.problem = dir_ / "problem.py";
+    r.candidate = dir_ / candidate / "model_new.py";
+    r.timeout_seconds = timeout;
+    return r;
+  }
+  HarnessOptions options() {
+    HarnessOptions o;
+    o.python = script_.string();
+    o.start_timeout_seconds = 0;
+    return o;
+  }
+  std::filesystem::path dir_, script_;
+};
+
+TEST_F(HarnessWorkerTest, AnswersAndKeepsTheWorker) {
+  HarnessWorker w(options());
+  auto a = w.evaluate(request("ok"));
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(a->outcome, Outcome::kOk);
+  EXPECT_FALSE(a->predicted);
+  EXPECT_EQ(a->device, "Fake GPU");
+  ASSERT_TRUE(a->max_abs_err.has_value());
+  auto req = request("ok");
+  req.profile = true;
+  req.trials = 7;
+  auto b = w.evaluate(req);
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_EQ(b->samples, 7);
+  ASSERT_TRUE(b->t_candidate && b->t_eager && b->t_compile);
+  EXPECT_EQ(milestone_reward(b.value()), 3);
+  EXPECT_EQ(w.starts(), 1);
+}
+
+TEST_F(HarnessWorkerTest, HangBecomesTimeoutAndTheNextRequestGetsAFreshWorker) {
+  HarnessWorker w(options());
+  auto a = w.evaluate(request("hang", 1.0));
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(a->outcome, Outcome::kTimeout);
+  EXPECT_NE(a->message.find("no answer within"), std::string::npos) << a->message;
+  auto b = w.evaluate(request("ok"));
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_EQ(b->outcome, Outcome::kOk);
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST_F(HarnessWorkerTest, CrashBecomesRuntimeFaultWithTheSignal) {
+  HarnessWorker w(options());
+  auto a = w.evaluate(request("crash"));
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(a->outcome, Outcome::kRuntimeFault);
+  EXPECT_NE(a->message.find("signal 11"), std::string::npos) << a->message;
+  EXPECT_EQ(w.evaluate(request("ok"))->outcome, Outcome::kOk);
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST_F(HarnessWorkerTest, AFaultReplacesTheWorkerForACleanContext) {
+  HarnessWorker w(options());
+  EXPECT_EQ(w.evaluate(request("fault"))->outcome, Outcome::kRuntimeFault);
+  EXPECT_EQ(w.evaluate(request("ok"))->outcome, Outcome::kOk);
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST_F(HarnessWorkerTest, GarbageIsAFaultNotACrashOfKforge) {
+  HarnessWorker w(options());
+  auto a = w.evaluate(request("garbage"));
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(a->outcome, Outcome::kRuntimeFault);
+  EXPECT_NE(a->message.find("not valid JSON"), std::string::npos) << a->message;
+  EXPECT_EQ(w.evaluate(request("ok"))->outcome, Outcome::kOk);
+}
+
+TEST_F(HarnessWorkerTest, AMissingPythonIsAFaultWithTheReason) {
+  HarnessOptions o = options();
+  o.python = (dir_ / "no-such-python").string();
+  HarnessWorker w(o);
+  auto a = w.evaluate(request("ok"));
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(a->outcome, Outcome::kRuntimeFault);
+  EXPECT_NE(a->message.find("cannot run"), std::string::npos) << a->message;
+}
+
+TEST(MilestoneReward, FollowsThePapersMargins) {
+  EvalResult r;
+  r.predicted = false;
+  r.outcome = Outcome::kWrongAnswer;
+  EXPECT_EQ(milestone_reward(r), -1);
+  r.outcome = Outcome::kOk;
+  EXPECT_EQ(milestone_reward(r), 1);  // correct, not timed
+  r.t_eager = 1.0;
+  r.t_compile = 0.8;
+  r.t_candidate = 0.96;  // not 5 % faster than eager
+  EXPECT_EQ(milestone_reward(r), 1);
+  r.t_candidate = 0.94;  // 5 % faster than eager, slower than compile
+  EXPECT_EQ(milestone_reward(r), 2);
+  r.t_candidate = 0.77;  // 5 % faster than both? 0.77 < 0.76 is false
+  EXPECT_EQ(milestone_reward(r), 2);
+  r.t_candidate = 0.75;
+  EXPECT_EQ(milestone_reward(r), 3);
+  r.predicted = true;
+  EXPECT_FALSE(milestone_reward(r).has_value());
+  r.outcome = Outcome::kCompileError;
+  EXPECT_EQ(milestone_reward(r), -1);
+}
+
+TEST(SuiteMetrics, PaperDefinitions) {
+  auto ok = [](double t, double eager, double compile) {
+    EvalResult r;
+    r.predicted = false;
+    r.t_candidate = t;
+    r.t_eager = eager;
+    r.t_compile = compile;
+    return r;
+  };
+  EvalResult wrong;
+  wrong.predicted = false;
+  wrong.outcome = Outcome::kWrongAnswer;
+  std::vector<EvalResult> rs = {ok(1, 2, 0.5), ok(1, 0.5, 2), wrong, ok(2, 2, 8)};
+  auto m = suite_metrics(rs, {1.0, std::nullopt, std::nullopt, 0.5});
+  EXPECT_EQ(m.problems, 4);
+  EXPECT_EQ(m.correct, 3);
+  EXPECT_DOUBLE_EQ(m.pass_rate, 0.75);
+  EXPECT_DOUBLE_EQ(*m.faster_than_eager, 0.25);   // only the first: 1 < 2; 2 < 2 is not faster
+  EXPECT_DOUBLE_EQ(*m.faster_than_compile, 0.5);  // second and fourth
+  EXPECT_NEAR(*m.speedup_vs_eager, std::cbrt(2 * 0.5 * 1), 1e-12);
+  EXPECT_NEAR(*m.speedup_vs_compile, std::cbrt(0.5 * 2 * 4), 1e-12);
+  EXPECT_NEAR(*m.median_floor_ratio, 0.625, 1e-12);  // floors 1/1 and 0.5/2
+  EXPECT_FALSE(m.predicted);
+}
+
+}  // namespace
+}  // namespace kforge::sandbox
