@@ -302,7 +302,8 @@ void BenchRun::build_loop() {
     BenchRecord& r = records_[i];
     r.skipped = false;
     auto t0 = std::chrono::steady_clock::now();
-    auto turn = import_plan_build(r.problem.path.string(), "", protocol_, r.out_dir, /*force=*/true, /*jobs=*/1);
+    auto turn = import_plan_build(r.problem.path.string(), protocol_, r.out_dir,
+                                  {.plan = plan_options(args_.common), .force = true, .jobs = 1});
     r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string line;
     if (!turn.is_ok()) {
@@ -428,6 +429,7 @@ OrderedJson BenchRun::report() const {
   j["date"] = today();
   j["suite"] = fs::absolute(args_.suite).lexically_normal().string();
   j["predicted"] = device_ != "cuda";
+  j["disabled_skills"] = args_.common.disabled_skills;
   j["method"] = device_ == "cuda"
                     ? "verify: 5 fresh input sets, outputs poisoned, protocol tolerance; profile: warm-up, " +
                           std::to_string(args_.trials) +
@@ -523,6 +525,13 @@ int run_bench(const BenchArgs& a) {
   if (!protocol.is_ok()) {
     std::fprintf(stderr, "kforge bench: error: %s\n", protocol.status().message().c_str());
     return kExitUserError;
+  }
+  for (const auto& name : a.common.disabled_skills) {
+    if (skills::find_skill(name) == nullptr) {
+      std::fprintf(stderr, "kforge bench: error: --disable-skill %s: no such skill (see docs/skills.md)\n",
+                   name.c_str());
+      return kExitUserError;
+    }
   }
   auto device = resolve_device(a.device);
   auto problems = find_problems(a);

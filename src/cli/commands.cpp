@@ -11,7 +11,7 @@
 #include "cli/evaluate.h"
 #include "cli/pipeline.h"
 #include "codegen/export_kernelbench.h"
-#include "schedule/planner.h"
+#include "skills/planner.h"
 
 namespace kforge::cli {
 
@@ -46,6 +46,13 @@ Status write_or_print(const std::string& out, const std::string& text) {
 
 }  // namespace
 
+skills::DefaultPlanOptions plan_options(const CommonOptions& c, const std::string& precision) {
+  skills::DefaultPlanOptions o;
+  o.base.precision = precision;
+  o.disabled.insert(c.disabled_skills.begin(), c.disabled_skills.end());
+  return o;
+}
+
 int run_import(const ImportArgs& a) {
   auto protocol = protocol_from_name(a.common.protocol);
   if (!protocol.is_ok()) return report_error(protocol.status(), "import");
@@ -64,9 +71,9 @@ int run_plan(const PlanArgs& a) {
   if (!protocol.is_ok()) return report_error(protocol.status(), "plan");
   auto g = load_graph_or_problem(a.input, protocol->mode);
   if (!g.is_ok()) return report_error(g.status(), "plan");
-  schedule::Schedule s = schedule::plan_one_kernel_per_op(g.value(), {.precision = a.precision});
-  if (auto st = schedule::check_schedule(g.value(), s); !st.is_ok()) return report_error(st, "plan");
-  auto st = write_or_print(a.out, schedule::schedule_to_json(g.value(), s).dump(1) + "\n");
+  auto s = skills::plan_default(g.value(), plan_options(a.common, a.precision));
+  if (!s.is_ok()) return report_error(s.status(), "plan");
+  auto st = write_or_print(a.out, schedule::schedule_to_json(g.value(), s.value()).dump(1) + "\n");
   if (!st.is_ok()) return report_error(st, "plan");
   return kExitOk;
 }
@@ -100,7 +107,9 @@ int run_build(const BuildArgs& a) {
   auto protocol = protocol_from_name(a.common.protocol);
   if (!protocol.is_ok()) return report_error(protocol.status(), "build");
   fs::path out = a.out_dir.empty() ? fs::path("out") / fs::path(a.input).stem() : fs::path(a.out_dir);
-  auto t = import_plan_build(a.input, a.schedule, protocol.value(), out, a.force, a.common.jobs);
+  auto t = import_plan_build(
+      a.input, protocol.value(), out,
+      {.schedule_path = a.schedule, .plan = plan_options(a.common), .force = a.force, .jobs = a.common.jobs});
   if (!t.is_ok()) return report_error(t.status(), "build");
   return finish(t.value(), protocol.value(), predicted_result(t->built, protocol.value()), out, a.common.json, "build");
 }
@@ -111,7 +120,8 @@ int run_optimize(const OptimizeArgs& a) {
   auto device = resolve_device(a.device);
   if (!device.is_ok()) return report_error(device.status(), "optimize");
   fs::path out = a.out_dir.empty() ? fs::path("out") / fs::path(a.problem).stem() : fs::path(a.out_dir);
-  auto t = import_plan_build(a.problem, "", protocol.value(), out, a.force, a.common.jobs);
+  auto t = import_plan_build(a.problem, protocol.value(), out,
+                             {.plan = plan_options(a.common), .force = a.force, .jobs = a.common.jobs});
   if (!t.is_ok()) return report_error(t.status(), "optimize");
   sandbox::EvalResult result = predicted_result(t->built, protocol.value());
   if (device.value() == "cuda" && t->built.build.ok) {
@@ -175,7 +185,7 @@ int run_export(const ExportArgs& a) {
                         "export");
   auto g = load_graph_or_problem(graph_path, protocol->mode);
   if (!g.is_ok()) return report_error(g.status(), "export");
-  auto s = load_or_plan_schedule(g.value(), schedule_path);
+  auto s = load_or_plan_schedule(g.value(), schedule_path, plan_options(a.common));
   if (!s.is_ok()) return report_error(s.status(), "export");
   const std::string source = reference_source_of(g.value());
   if (source.empty())

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "skills/planner.h"
 
 namespace kforge::cli {
 
@@ -17,7 +20,11 @@ struct CommonOptions {
   std::string protocol = "cuda-agent";
   int jobs = 0;
   bool json = false;
+  std::vector<std::string> disabled_skills;  // --disable-skill NAME (ablations)
 };
+
+// The default planner's options from the common flags.
+skills::DefaultPlanOptions plan_options(const CommonOptions& c, const std::string& precision = "fp32");
 
 struct ImportArgs {
   std::string problem;

@@ -11,12 +11,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "kforge 0.1.0");
 
-  auto add_common = [](CLI::App* cmd, CommonOptions& c) {
+  auto add_disable_skill = [](CLI::App* cmd, CommonOptions& c) {
+    cmd->add_option("--disable-skill", c.disabled_skills, "leave this skill out of the default planner (repeatable)");
+  };
+  auto add_common = [&](CLI::App* cmd, CommonOptions& c) {
     cmd->add_option("--protocol", c.protocol,
                     "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
         ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
     cmd->add_option("-j,--jobs", c.jobs, "parallel nvcc jobs (default: all cores)")->check(CLI::NonNegativeNumber);
     cmd->add_flag("--json", c.json, "print the report as JSON instead of a table");
+    add_disable_skill(cmd, c);
   };
 
   ImportArgs import_args;
@@ -90,6 +94,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
   bench->add_option("-j,--jobs", bench_args.common.jobs, "problems built at once (default: all cores)")
       ->check(CLI::NonNegativeNumber);
+  add_disable_skill(bench, bench_args.common);
 
   ExportArgs export_args;
   auto* exp = app.add_subcommand(

@@ -9,7 +9,6 @@
 #include "base/table.h"
 #include "sandbox/python.h"
 #include "sandbox/result.h"
-#include "schedule/planner.h"
 
 namespace kforge::cli {
 
@@ -104,15 +103,16 @@ std::string reference_source_of(const ir::Graph& g) {
   return text.is_ok() ? text.value() : std::string();
 }
 
-StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std::string& path) {
-  if (path.empty()) return schedule::plan_one_kernel_per_op(g);
+StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std::string& path,
+                                                   const skills::DefaultPlanOptions& plan) {
+  if (path.empty()) return skills::plan_default(g, plan);
   KF_ASSIGN_OR_RETURN(std::string text, read_file(path));
   KF_ASSIGN_OR_RETURN(Json j, parse_json(text, path));
   return schedule::schedule_from_json(g, j, path);
 }
 
-StatusOr<Turn> import_plan_build(const std::string& input, const std::string& schedule_path, const Protocol& protocol,
-                                 const fs::path& out_dir, bool force, int jobs) {
+StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& protocol, const fs::path& out_dir,
+                                 const TurnOptions& options) {
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   Turn t;
@@ -120,14 +120,14 @@ StatusOr<Turn> import_plan_build(const std::string& input, const std::string& sc
   KF_ASSIGN_OR_RETURN(t.graph, load_graph_or_problem(input, protocol.mode));
   t.stages["import"] = since(t0);
   auto t1 = Clock::now();
-  KF_ASSIGN_OR_RETURN(t.sched, load_or_plan_schedule(t.graph, schedule_path));
+  KF_ASSIGN_OR_RETURN(t.sched, load_or_plan_schedule(t.graph, options.schedule_path, options.plan));
   t.stages["plan"] = since(t1);
-  KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, force));
+  KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, options.force));
   KF_RETURN_IF_ERROR(write_file(out_dir / "graph.json", ir::graph_to_json(t.graph).dump(1) + "\n"));
   KF_RETURN_IF_ERROR(
       write_file(out_dir / "schedule.json", schedule::schedule_to_json(t.graph, t.sched).dump(1) + "\n"));
   auto t2 = Clock::now();
-  KF_ASSIGN_OR_RETURN(t.built, build_into(t.graph, t.sched, reference_source_of(t.graph), out_dir, jobs));
+  KF_ASSIGN_OR_RETURN(t.built, build_into(t.graph, t.sched, reference_source_of(t.graph), out_dir, options.jobs));
   t.stages["codegen_and_build"] = since(t2);
   return t;
 }

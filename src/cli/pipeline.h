@@ -13,6 +13,7 @@
 #include "sandbox/build.h"
 #include "sandbox/result.h"
 #include "schedule/schedule.h"
+#include "skills/planner.h"
 
 namespace kforge::cli {
 
@@ -40,8 +41,9 @@ struct BuiltProgram {
 StatusOr<BuiltProgram> build_into(const ir::Graph& g, const schedule::Schedule& s, const std::string& reference_source,
                                   const std::filesystem::path& out_dir, int jobs);
 
-// The schedule in `path` (a `kforge plan` JSON), or the first planner's when `path` is empty.
-StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std::string& path);
+// The schedule in `path` (a `kforge plan` JSON), or the default planner's when `path` is empty.
+StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std::string& path,
+                                                   const skills::DefaultPlanOptions& plan);
 
 // One pass of the pipeline: import (or load) -> plan (or load the schedule) -> codegen -> build,
 // writing graph.json, schedule.json and the built program into out_dir.
@@ -51,8 +53,14 @@ struct Turn {
   BuiltProgram built;
   OrderedJson stages;  // seconds per stage
 };
-StatusOr<Turn> import_plan_build(const std::string& input, const std::string& schedule_path, const Protocol& protocol,
-                                 const std::filesystem::path& out_dir, bool force, int jobs);
+struct TurnOptions {
+  std::string schedule_path;  // replay this schedule instead of planning
+  skills::DefaultPlanOptions plan;
+  bool force = false;  // write into a directory kforge did not make
+  int jobs = 0;        // nvcc jobs
+};
+StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& protocol,
+                                 const std::filesystem::path& out_dir, const TurnOptions& options);
 
 // The result a build earns without a GPU: compile_error, or ok with the cost model's time, predicted.
 sandbox::EvalResult predicted_result(const BuiltProgram& b, const Protocol& p);

@@ -11,6 +11,14 @@ size_t align_up(size_t n, size_t a) {
   return (n + a - 1) / a * a;
 }
 
+// True when every reader of v is a node of k: then v never needs memory.
+bool lives_in_kernel(const ir::Graph& g, const schedule::Kernel& k, ir::ValueIndex v) {
+  for (int user : g.users(v)) {
+    if (std::find(k.nodes.begin(), k.nodes.end(), user) == k.nodes.end()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 BufferPlan plan_buffers(const ir::Graph& g, const schedule::Schedule& s) {
@@ -34,6 +42,10 @@ BufferPlan plan_buffers(const ir::Graph& g, const schedule::Schedule& s) {
     for (int n : k.nodes) {
       auto v = static_cast<size_t>(g.nodes()[static_cast<size_t>(n)].output);
       if (is_output[v]) continue;
+      if (n != k.root() && lives_in_kernel(g, k, static_cast<ir::ValueIndex>(v))) {
+        plan.slots[v] = {Storage::kRegister, 0, 0};
+        continue;
+      }
       if (k.impl == schedule::Impl::kAlias) {
         plan.slots[v] = {Storage::kAlias, g.nodes()[static_cast<size_t>(n)].inputs[0], 0};
         continue;

@@ -10,7 +10,8 @@
 
 namespace kforge::codegen {
 
-enum class Storage { kInput, kParam, kOutput, kScratch, kAlias };
+// kRegister: made and consumed inside one fused kernel, never stored.
+enum class Storage { kInput, kParam, kOutput, kScratch, kAlias, kRegister };
 
 struct BufferSlot {
   Storage storage = Storage::kScratch;

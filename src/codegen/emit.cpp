@@ -57,6 +57,13 @@ KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
 }
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
+  // Only elementwise chains compute several nodes in one kernel so far; any other emitter would
+  // silently drop the others.
+  if (ctx.kernel.nodes.size() > 1 && !ir::is_elementwise(ir::op_info(ctx.node().op).family)) {
+    return unsupported("kernel " + ctx.kernel.name + " fuses " + std::to_string(ctx.kernel.nodes.size()) +
+                       " nodes into a " + std::string(ir::family_name(ir::op_info(ctx.node().op).family)) +
+                       " kernel; only elementwise chains can be fused so far");
+  }
   switch (ir::op_info(ctx.node().op).family) {
 #define KF_FAMILY(name)       \
   case ir::OpFamily::k##name: \

@@ -1,5 +1,9 @@
-// Elementwise families (unary, binary, where, cast, full): one grid-stride kernel per op, shapes
-// baked in, broadcasting by index arithmetic, math in float (double for float64 tensors).
+// Elementwise families (unary, binary, compare, where, cast, full): one grid-stride kernel computes a
+// chain of elementwise nodes (one node, or several fused by the fuse_elementwise skill) at each
+// output index; values made inside the kernel live in registers, every other operand is loaded with
+// broadcast index arithmetic (shapes baked in). Each node computes in float (double for float64,
+// the integer type for integers) and rounds to its own dtype, exactly as the unfused ops would.
+#include <algorithm>
 #include <sstream>
 
 #include "codegen/elementwise_index.h"
@@ -88,60 +92,20 @@ std::string compute_type(ir::DType t) {
   return ctype(t);
 }
 
-std::string fp16_headers(const EmitContext& ctx) {
-  bool half = false;
-  for (auto v : ctx.node().inputs) {
-    if (v == ir::kNoValue) continue;
-    auto t = ctx.graph.type(v).dtype;
-    half = half || t == ir::DType::kFloat16 || t == ir::DType::kBFloat16;
-  }
-  auto t = ctx.out_type().dtype;
-  half = half || t == ir::DType::kFloat16 || t == ir::DType::kBFloat16;
-  return half ? "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" : "";
+bool is_16bit(ir::DType t) {
+  return t == ir::DType::kFloat16 || t == ir::DType::kBFloat16;
 }
 
-// One grid-stride kernel: `body` computes `y` (of compute type T) from loads at offset `i`.
-KernelSource elementwise_kernel(const EmitContext& ctx, const std::string& T, const std::string& body) {
-  KernelSource src = begin_source(ctx, fp16_headers(ctx));
-  int64_t n = ctx.out_type().numel();
-  int block = static_cast<int>(ctx.kernel.knob("block", 256));
-  std::string out_t = ctype(ctx.out_type().dtype);
-  std::ostringstream os;
-  os << "namespace {\n"
-     << "typedef " << T << " T;\n"
-     << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_kernel(";
-  std::ostringstream params, args;
-  for (size_t k = 0; k < ctx.node().inputs.size(); ++k) {
-    if (!ctx.has_input(k)) continue;
-    params << (params.tellp() > 0 ? ", " : "") << "const " << ctype(ctx.in_type(k).dtype) << "* __restrict__ in" << k;
-    args << ctx.in_ptr(k) << ", ";
-  }
-  os << params.str() << (params.tellp() > 0 ? ", " : "") << out_t << "* __restrict__ out) {\n"
-     << "  KF_GRID_STRIDE(i, " << n << "LL) {\n"
-     << body << "    out[i] = (" << out_t << ")y;\n"
-     << "  }\n"
-     << "}\n"
-     << "}  // namespace\n\n"
-     << ctx.signature() << " {\n"
-     << "  " << ctx.kernel.name << "_kernel<<<kf_grid(" << n << "LL, " << block << "), " << block
-     << ", 0, ctx->stream>>>(" << args.str() << ctx.out_ptr() << ");\n"
-     << "  KF_LAUNCHED();\n"
-     << "  return 0;\n"
-     << "}\n";
-  src.code += os.str();
-  if (n == 0) {
-    src.code = begin_source(ctx).code + ctx.signature() + " { return 0; }\n";
-    src.launches = 0;
-  }
-  return src;
-}
+// An operand of a node inside the kernel: a C expression of its value (a register or a load) in
+// its own element type.
+struct Operand {
+  std::string expr;
+  ir::DType dtype = ir::DType::kFloat32;
+};
 
-std::string load(const EmitContext& ctx, size_t k, const std::string& T) {
-  return "T(" +
-         std::string(ctx.in_type(k).dtype == ir::DType::kFloat16 || ctx.in_type(k).dtype == ir::DType::kBFloat16
-                         ? "(float)"
-                         : "") +
-         "in" + std::to_string(k) + "[" + broadcast_offset(ctx.in_type(k).shape, ctx.out_type().shape, "i") + "])";
+// `T(operand)`: the operand converted to the compute type.
+std::string as_t(const Operand& o) {
+  return "T(" + std::string(is_16bit(o.dtype) ? "(float)" : "") + o.expr + ")";
 }
 
 // The scalar attr as a literal of the compute type (integers stay exact for integer math).
@@ -153,82 +117,191 @@ std::string scalar_operand(const ir::Node& node, const std::string& T, ir::DType
   return T == "double" ? double_literal(v) : "T" + float_literal(v);
 }
 
+// Statements that compute one node into the already declared variable `out` (of the node's output
+// type) from its operands (absent optional inputs are empty Operands).
+StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, const std::vector<Operand>& ops,
+                                      const std::string& out) {
+  const ir::DType out_dtype = g.type(node.output).dtype;
+  const std::string out_t = ctype(out_dtype);
+  const bool has_b = ops.size() > 1 && !ops[1].expr.empty();
+  std::string T;
+  std::string lines;
+  std::string value;
+  switch (ir::op_info(node.op).family) {
+    case ir::OpFamily::kUnary: {
+      T = compute_type(out_dtype);
+      for (const auto& rule : kUnaryRules) {
+        if (rule.op != node.op || !rule_applies(rule, node)) continue;
+        KF_ASSIGN_OR_RETURN(value, substitute(rule.expr, node, T));
+        lines = "const T x = " + as_t(ops[0]) + "; ";
+        break;
+      }
+      if (value.empty()) {
+        if (node.op == ir::OpId::kDropout) {
+          return unsupported(
+              "dropout in training mode with p > 0 is random; kforge cannot match torch's random mask (use eval "
+              "mode, the cuda-agent protocol)");
+        }
+        return unsupported("no elementwise rule for " + ir::describe(g, node) + " with these attrs");
+      }
+      break;
+    }
+    case ir::OpFamily::kBinary:
+    case ir::OpFamily::kCompare: {
+      // Binary ops compute in the promoted output type (int64 stays integer, bool*float is float);
+      // comparisons in the promoted type of their operands, with a bool result.
+      ir::DType math = out_dtype;
+      if (ir::op_info(node.op).family == ir::OpFamily::kCompare) {
+        math = g.type(node.inputs[0]).dtype;
+        if (has_b) math = ir::promote(math, g.type(node.inputs[1]).dtype);
+        if (!has_b && std::holds_alternative<double>(node.attrs.get("scalar")) && ir::is_integral(math)) {
+          math = ir::DType::kFloat32;
+        }
+      }
+      T = compute_type(math);
+      for (const auto& rule : kBinaryRules) {
+        if (rule.op != node.op) continue;
+        std::string a = as_t(ops[0]);
+        std::string b = has_b ? as_t(ops[1]) : scalar_operand(node, T, math);
+        if (!has_b && node.attrs.b("reverse")) std::swap(a, b);
+        lines = "const T a = " + a + "; const T b = " + b + "; ";
+        value = rule.expr;
+        break;
+      }
+      if (value.empty()) return unsupported("no binary rule for " + ir::describe(g, node));
+      break;
+    }
+    case ir::OpFamily::kWhere:
+      T = compute_type(out_dtype);
+      value = "((" + ops[0].expr + ") != 0 ? " + as_t(ops[1]) + " : " + as_t(ops[2]) + ")";
+      break;
+    case ir::OpFamily::kCast:
+      T = compute_type(ops[0].dtype);
+      value = out_dtype == ir::DType::kBool ? "(" + as_t(ops[0]) + " != T(0))" : as_t(ops[0]);
+      break;
+    case ir::OpFamily::kFull: {
+      T = compute_type(out_dtype);
+      double v = node.attrs.f("value");
+      value = "T(" +
+              (T == "double"
+                   ? double_literal(v)
+                   : (ir::is_floating(out_dtype) ? float_literal(v) : std::to_string(static_cast<int64_t>(v)) + "LL")) +
+              ")";
+      break;
+    }
+    default: return internal_error("node_statements: " + ir::describe(g, node) + " is not elementwise");
+  }
+  return "{ typedef " + T + " T; " + lines + out + " = (" + out_t + ")(" + value + "); }";
+}
+
+std::string fp16_headers(const ir::Graph& g, const schedule::Kernel& k) {
+  bool half = false;
+  for (int n : k.nodes) {
+    const ir::Node& node = g.nodes()[static_cast<size_t>(n)];
+    for (auto v : node.inputs) half = half || (v != ir::kNoValue && is_16bit(g.type(v).dtype));
+    half = half || is_16bit(g.type(node.output).dtype);
+  }
+  return half ? "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" : "";
+}
+
 }  // namespace
 
+// The kernel of an elementwise chain: its nodes in order, the last one's output written.
+StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx) {
+  const ir::Graph& g = ctx.graph;
+  const ir::Shape& shape = ctx.out_type().shape;
+  const int64_t n = ctx.out_type().numel();
+  std::vector<bool> in_kernel(g.values().size(), false);
+  for (int k : ctx.kernel.nodes) {
+    const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
+    if (!ir::is_elementwise(ir::op_info(node.op).family)) {
+      return internal_error("kernel " + ctx.kernel.name + " mixes " + ir::describe(g, node) +
+                            " into an elementwise chain");
+    }
+    if (k != ctx.kernel.root() && g.type(node.output).shape != shape) {
+      return internal_error("kernel " + ctx.kernel.name + ": " + ir::describe(g, node) +
+                            " does not have the chain's shape " + ir::shape_str(shape));
+    }
+  }
+  // Loads of values made outside the kernel, one kernel parameter per distinct value.
+  std::vector<ir::ValueIndex> params;
+  std::ostringstream body;
+  for (int k : ctx.kernel.nodes) {
+    const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
+    std::vector<Operand> ops;
+    for (auto v : node.inputs) {
+      if (v == ir::kNoValue) {
+        ops.push_back({});
+        continue;
+      }
+      Operand o{"", g.type(v).dtype};
+      if (in_kernel[static_cast<size_t>(v)]) {
+        o.expr = "r" + std::to_string(v);
+      } else {
+        if (std::find(params.begin(), params.end(), v) == params.end()) params.push_back(v);
+        o.expr = "in" + std::to_string(v) + "[" + broadcast_offset(g.type(v).shape, shape, "i") + "]";
+      }
+      ops.push_back(o);
+    }
+    const std::string var = "r" + std::to_string(node.output);
+    KF_ASSIGN_OR_RETURN(std::string stmt, node_statements(g, node, ops, var));
+    body << "    " << ctype(g.type(node.output).dtype) << " " << var << ";\n    " << stmt << "\n";
+    in_kernel[static_cast<size_t>(node.output)] = true;
+  }
+  KernelSource src = begin_source(ctx, fp16_headers(g, ctx.kernel));
+  if (ctx.kernel.nodes.size() > 1) {
+    std::string chain;
+    for (int k : ctx.kernel.nodes) chain += "//   " + ir::describe(g, g.nodes()[static_cast<size_t>(k)]) + "\n";
+    src.code = src.code.substr(0, src.code.find('\n') + 1) + "// fused elementwise chain:\n" + chain +
+               src.code.substr(src.code.find('\n') + 1);
+  }
+  if (n == 0) {
+    src.code += ctx.signature() + " { return 0; }\n";
+    src.launches = 0;
+    return src;
+  }
+  const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+  const std::string out_var = "r" + std::to_string(ctx.node().output);
+  std::ostringstream os, decl, args;
+  for (auto v : params) {
+    decl << "const " << ctype(g.type(v).dtype) << "* __restrict__ in" << v << ", ";
+    args << ctx.ptr(v, false) << ", ";
+  }
+  os << "namespace {\n"
+     << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_kernel(" << decl.str()
+     << ctype(ctx.out_type().dtype) << "* __restrict__ out) {\n"
+     << "  KF_GRID_STRIDE(i, " << n << "LL) {\n"
+     << body.str() << "    out[i] = " << out_var << ";\n"
+     << "  }\n"
+     << "}\n"
+     << "}  // namespace\n\n"
+     << ctx.signature() << " {\n"
+     << "  " << ctx.kernel.name << "_kernel<<<kf_grid(" << n << "LL, " << block << "), " << block
+     << ", 0, ctx->stream>>>(" << args.str() << ctx.out_ptr() << ");\n"
+     << "  KF_LAUNCHED();\n"
+     << "  return 0;\n"
+     << "}\n";
+  src.code += os.str();
+  return src;
+}
+
 StatusOr<KernelSource> emit_Unary(const EmitContext& ctx) {
-  const ir::Node& node = ctx.node();
-  std::string T = compute_type(ctx.out_type().dtype);
-  for (const auto& rule : kUnaryRules) {
-    if (rule.op != node.op || !rule_applies(rule, node)) continue;
-    KF_ASSIGN_OR_RETURN(std::string expr, substitute(rule.expr, node, T));
-    return elementwise_kernel(ctx, T, "    const T x = " + load(ctx, 0, T) + ";\n    const T y = " + expr + ";\n");
-  }
-  if (node.op == ir::OpId::kDropout) {
-    return unsupported(
-        "dropout in training mode with p > 0 is random; kforge cannot match torch's random mask (use eval mode, the "
-        "cuda-agent protocol)");
-  }
-  return unsupported("no elementwise rule for " + ir::describe(ctx.graph, node) + " with these attrs");
+  return emit_elementwise_chain(ctx);
 }
-
 StatusOr<KernelSource> emit_Binary(const EmitContext& ctx) {
-  const ir::Node& node = ctx.node();
-  // Arithmetic in the promoted output type (int64 stays integer, bool*float is float).
-  std::string T = compute_type(ctx.out_type().dtype);
-  for (const auto& rule : kBinaryRules) {
-    if (rule.op != node.op) continue;
-    std::string a = load(ctx, 0, T);
-    std::string b = ctx.has_input(1) ? load(ctx, 1, T) : scalar_operand(node, T, ctx.out_type().dtype);
-    if (!ctx.has_input(1) && node.attrs.b("reverse")) std::swap(a, b);
-    return elementwise_kernel(
-        ctx, T, "    const T a = " + a + ";\n    const T b = " + b + ";\n    const T y = " + rule.expr + ";\n");
-  }
-  return unsupported("no binary rule for " + ir::describe(ctx.graph, node));
+  return emit_elementwise_chain(ctx);
 }
-
 StatusOr<KernelSource> emit_Compare(const EmitContext& ctx) {
-  const ir::Node& node = ctx.node();
-  // Compare in the promoted type of the operands; the result is bool.
-  ir::DType operands = ctx.in_type(0).dtype;
-  if (ctx.has_input(1)) operands = ir::promote(operands, ctx.in_type(1).dtype);
-  if (!ctx.has_input(1) && std::holds_alternative<double>(node.attrs.get("scalar")) && ir::is_integral(operands)) {
-    operands = ir::DType::kFloat32;
-  }
-  std::string T = compute_type(operands);
-  for (const auto& rule : kBinaryRules) {
-    if (rule.op != node.op) continue;
-    std::string a = load(ctx, 0, T);
-    std::string b = ctx.has_input(1) ? load(ctx, 1, T) : scalar_operand(node, T, operands);
-    if (!ctx.has_input(1) && node.attrs.b("reverse")) std::swap(a, b);
-    return elementwise_kernel(
-        ctx, T, "    const T a = " + a + ";\n    const T b = " + b + ";\n    const bool y = " + rule.expr + ";\n");
-  }
-  return unsupported("no comparison rule for " + ir::describe(ctx.graph, node));
+  return emit_elementwise_chain(ctx);
 }
-
 StatusOr<KernelSource> emit_Where(const EmitContext& ctx) {
-  std::string T = compute_type(ctx.out_type().dtype);
-  return elementwise_kernel(ctx, T,
-                            "    const bool c = in0[" +
-                                broadcast_offset(ctx.in_type(0).shape, ctx.out_type().shape, "i") +
-                                "] != 0;\n    const T y = c ? " + load(ctx, 1, T) + " : " + load(ctx, 2, T) + ";\n");
+  return emit_elementwise_chain(ctx);
 }
-
 StatusOr<KernelSource> emit_Cast(const EmitContext& ctx) {
-  std::string T = compute_type(ctx.in_type(0).dtype);
-  std::string body = "    const T y = " + load(ctx, 0, T) + ";\n";
-  if (ctx.out_type().dtype == ir::DType::kBool) body = "    const bool y = " + load(ctx, 0, T) + " != T(0);\n";
-  return elementwise_kernel(ctx, T, body);
+  return emit_elementwise_chain(ctx);
 }
-
 StatusOr<KernelSource> emit_Full(const EmitContext& ctx) {
-  std::string T = compute_type(ctx.out_type().dtype);
-  double v = ctx.node().attrs.f("value");
-  std::string lit =
-      T == "double"
-          ? double_literal(v)
-          : (ir::is_floating(ctx.out_type().dtype) ? float_literal(v) : std::to_string(static_cast<int64_t>(v)) + "LL");
-  return elementwise_kernel(ctx, T, "    const T y = T(" + lit + ");\n");
+  return emit_elementwise_chain(ctx);
 }
 
 }  // namespace kforge::codegen

@@ -37,6 +37,7 @@ std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const 
       case Storage::kOutput: os << "outputs[" << slot.index << "]"; break;
       case Storage::kScratch: os << "base + " << slot.offset << "ULL"; break;
       case Storage::kAlias: os << "bufs[" << slot.index << "]"; break;
+      case Storage::kRegister: os << "nullptr"; break;
     }
     os << ";  // " << g.value(static_cast<ir::ValueIndex>(v)).id << " " << ir::dtype_name(g.values()[v].type.dtype)
        << ir::shape_str(g.values()[v].type.shape) << "\n";

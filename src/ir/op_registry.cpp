@@ -153,4 +153,16 @@ std::string_view family_name(OpFamily f) {
   return "?";
 }
 
+bool is_elementwise(OpFamily f) {
+  switch (f) {
+    case OpFamily::kUnary:
+    case OpFamily::kBinary:
+    case OpFamily::kCompare:
+    case OpFamily::kWhere:
+    case OpFamily::kCast:
+    case OpFamily::kFull: return true;
+    default: return false;
+  }
+}
+
 }  // namespace kforge::ir

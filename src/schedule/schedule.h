@@ -36,9 +36,10 @@ struct Kernel {
 };
 
 struct Schedule {
-  std::vector<Kernel> kernels;     // in execution order
-  std::string precision = "fp32";  // contractions: fp32 (exact), tf32, 3xtf32
-  bool cuda_graph = false;         // capture the whole forward into one CUDA graph
+  std::vector<Kernel> kernels;       // in execution order
+  std::string precision = "fp32";    // contractions: fp32 (exact), tf32, 3xtf32
+  bool cuda_graph = false;           // capture the whole forward into one CUDA graph
+  std::vector<std::string> applied;  // the skills applied to reach this schedule, in order (for people)
 };
 
 // Every node in exactly one kernel, kernels in an order that respects data dependencies.

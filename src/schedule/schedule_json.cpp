@@ -9,6 +9,7 @@ OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s) {
   j["graph"] = g.name;
   j["precision"] = s.precision;
   j["cuda_graph"] = s.cuda_graph;
+  j["applied"] = s.applied;
   j["kernels"] = OrderedJson::array();
   for (const auto& k : s.kernels) {
     OrderedJson jk;
@@ -34,6 +35,9 @@ StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const s
   Schedule s;
   s.precision = j.value("precision", "fp32");
   s.cuda_graph = j.value("cuda_graph", false);
+  for (const auto& a : j.value("applied", Json::array())) {
+    if (a.is_string()) s.applied.push_back(a.get<std::string>());
+  }
   if (!j.contains("kernels") || !j["kernels"].is_array()) return invalid_argument(what + ": needs a \"kernels\" list");
   for (const auto& jk : j["kernels"]) {
     Kernel k;

@@ -2,13 +2,11 @@
 #include "kforge_runtime.cuh"
 
 namespace {
-typedef float T;
 __global__ void __launch_bounds__(256) k0_add_kernel(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out) {
   KF_GRID_STRIDE(i, 14745600LL) {
-    const T a = T(in0[i]);
-    const T b = T(in1[(((i / 900LL) % 128LL) * 1LL)]);
-    const T y = (a + b);
-    out[i] = (float)y;
+    float r2;
+    { typedef float T; const T a = T(in0[i]); const T b = T(in1[(((i / 900LL) % 128LL) * 1LL)]); r2 = (float)((a + b)); }
+    out[i] = r2;
   }
 }
 }  // namespace

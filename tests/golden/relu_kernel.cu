@@ -2,12 +2,11 @@
 #include "kforge_runtime.cuh"
 
 namespace {
-typedef float T;
 __global__ void __launch_bounds__(256) k0_relu_kernel(const float* __restrict__ in0, float* __restrict__ out) {
   KF_GRID_STRIDE(i, 1610612736LL) {
-    const T x = T(in0[i]);
-    const T y = (x < T(0) ? T(0) : x);
-    out[i] = (float)y;
+    float r1;
+    { typedef float T; const T x = T(in0[i]); r1 = (float)((x < T(0) ? T(0) : x)); }
+    out[i] = r1;
   }
 }
 }  // namespace

@@ -1,0 +1,77 @@
+// fuse_elementwise: legality and the merge of two elementwise kernels.
+#include "skills/fuse_elementwise.h"
+
+#include <algorithm>
+
+namespace kforge::skills {
+
+namespace {
+
+bool is_chain(const ir::Graph& g, const schedule::Kernel& k) {
+  if (k.impl != schedule::Impl::kGenerated || k.strategy != "elementwise") return false;
+  return std::all_of(k.nodes.begin(), k.nodes.end(), [&](int n) {
+    return ir::is_elementwise(ir::op_info(g.nodes()[static_cast<size_t>(n)].op).family);
+  });
+}
+
+ir::ValueIndex result_of(const ir::Graph& g, const schedule::Kernel& k) {
+  return g.nodes()[static_cast<size_t>(k.root())].output;
+}
+
+// Why the producer cannot join the consumer ("" when it can).
+std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
+  const int n = static_cast<int>(s.kernels.size());
+  if (producer < 0 || consumer < 0 || producer >= n || consumer >= n || producer >= consumer)
+    return "the producer must be a kernel that runs before the consumer";
+  const auto& p = s.kernels[static_cast<size_t>(producer)];
+  const auto& c = s.kernels[static_cast<size_t>(consumer)];
+  if (!is_chain(g, p) || !is_chain(g, c)) return "both kernels must be generated elementwise chains";
+  const ir::ValueIndex v = result_of(g, p);
+  if (g.type(v).shape != g.type(result_of(g, c)).shape)
+    return "the producer's result " + ir::shape_str(g.type(v).shape) + " does not have the consumer's shape " +
+           ir::shape_str(g.type(result_of(g, c)).shape) + " (it would be recomputed per broadcast element)";
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
+    return "the producer's result is a graph output, so it must be stored";
+  bool read_by_consumer = false;
+  for (int user : g.users(v)) {
+    if (std::find(c.nodes.begin(), c.nodes.end(), user) == c.nodes.end())
+      return "the producer's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
+    read_by_consumer = true;
+  }
+  if (!read_by_consumer) return "the consumer does not read the producer's result";
+  return "";
+}
+
+}  // namespace
+
+std::vector<Site> fuse_elementwise_sites(const ir::Graph& g, const schedule::Schedule& s) {
+  std::vector<Site> out;
+  for (int c = 0; c < static_cast<int>(s.kernels.size()); ++c) {
+    for (int p = 0; p < c; ++p) {
+      if (!illegal(g, s, p, c).empty()) continue;
+      Site site;
+      site.kernels = {p, c};
+      site.what = "fuse " + s.kernels[static_cast<size_t>(p)].name + " into " + s.kernels[static_cast<size_t>(c)].name;
+      out.push_back(std::move(site));
+    }
+  }
+  return out;
+}
+
+StatusOr<schedule::Schedule> fuse_elementwise(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
+  if (site.kernels.size() != 2) return invalid_argument("fuse_elementwise takes a site of two kernels");
+  const int p = site.kernels[0];
+  const int c = site.kernels[1];
+  if (std::string why = illegal(g, s, p, c); !why.empty()) return invalid_argument("fuse_elementwise: " + why);
+  schedule::Schedule out = s;
+  auto& consumer = out.kernels[static_cast<size_t>(c)];
+  const auto& producer = s.kernels[static_cast<size_t>(p)];
+  // The producer's nodes go first: they only read values made before the producer ran, and nothing
+  // between the two kernels reads the producer's result (legality), so moving them later is safe.
+  consumer.nodes.insert(consumer.nodes.begin(), producer.nodes.begin(), producer.nodes.end());
+  out.kernels.erase(out.kernels.begin() + p);
+  out.applied.push_back("fuse_elementwise: " + site.what);
+  return out;
+}
+
+}  // namespace kforge::skills

@@ -1,0 +1,39 @@
+// Skills: the only way a schedule changes. Each is a named, legality-checked, pure transformation
+// `Schedule apply(const Graph&, const Schedule&, const Site&)`, asked first where it applies
+// (`sites`), one per file pair (fuse_elementwise.{h,cpp}, ...). The agent's action space is the set
+// of sites of all skills, plus stop; the default planner applies them in a documented order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "ir/graph.h"
+#include "schedule/schedule.h"
+
+namespace kforge::skills {
+
+// Where a skill applies: the kernels it acts on (indices into Schedule::kernels) and parameters.
+struct Site {
+  std::vector<int> kernels;
+  std::map<std::string, int64_t> params;
+  std::string what;  // for people: "fuse k3_relu into k4_add"
+};
+
+struct Skill {
+  std::string_view name;     // "fuse_elementwise"
+  std::string_view summary;  // the catalogue line: what it does, when it applies, what it costs
+  // Every site where the skill is legal now, in a stable order.
+  std::vector<Site> (*sites)(const ir::Graph& g, const schedule::Schedule& s);
+  // The transformed schedule; checks legality again and refuses an illegal site with a Status.
+  StatusOr<schedule::Schedule> (*apply)(const ir::Graph& g, const schedule::Schedule& s, const Site& site);
+};
+
+// The catalogue, in the default planner's order.
+const std::vector<Skill>& all_skills();
+const Skill* find_skill(std::string_view name);
+
+}  // namespace kforge::skills
