@@ -5,8 +5,10 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace kforge {
 
@@ -60,6 +62,34 @@ fs::path executable_dir() {
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return fs::current_path();
   return self.parent_path();
+}
+
+namespace {
+
+std::string kforge_home_env() {
+  const char* v = std::getenv("KFORGE_HOME");
+  return v ? v : "";
+}
+
+}  // namespace
+
+StatusOr<std::filesystem::path> kforge_home() {
+  std::vector<std::filesystem::path> candidates;
+  if (!kforge_home_env().empty()) candidates.emplace_back(kforge_home_env());
+  std::filesystem::path exe = executable_dir();
+  candidates.push_back(exe.parent_path());                // build/kforge -> repo
+  candidates.push_back(exe.parent_path().parent_path());  // build/<preset>/kforge -> repo
+#ifdef KFORGE_SOURCE_DIR
+  candidates.emplace_back(KFORGE_SOURCE_DIR);
+#endif
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (std::filesystem::exists(c / "src/codegen/runtime/kforge_runtime.cuh", ec) &&
+        std::filesystem::exists(c / "python/kforge", ec))
+      return c;
+  }
+  return not_found(
+      "cannot find the kforge tree (src/codegen/runtime and python/kforge): set KFORGE_HOME to the repository root");
 }
 
 }  // namespace kforge

@@ -21,4 +21,9 @@ std::string content_hash(std::string_view bytes);
 // The directory holding the running executable (for finding shipped python/ and runtime/).
 std::filesystem::path executable_dir();
 
+// The kforge source tree (src/codegen/runtime and python/kforge): $KFORGE_HOME, then the tree
+// above the executable (build/kforge, build/<preset>/kforge, .gpu/kforge), then the tree it was
+// built from. A clear error when none has them.
+StatusOr<std::filesystem::path> kforge_home();
+
 }  // namespace kforge

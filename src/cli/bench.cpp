@@ -119,7 +119,7 @@ std::string today() {
 // The commit of the kforge tree: $KFORGE_COMMIT (set by scripts that run on copies), else git.
 std::string kforge_commit() {
   if (const char* c = std::getenv("KFORGE_COMMIT"); c && *c) return c;
-  auto home = sandbox::kforge_home();
+  auto home = kforge_home();
   if (!home.is_ok()) return "unknown";
   auto r = run_process({"git", "-C", home->string(), "rev-parse", "--short", "HEAD"}, {.timeout_seconds = 10});
   if (!r.is_ok() || !r->ok()) return "unknown";

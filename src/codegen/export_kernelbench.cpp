@@ -141,6 +141,17 @@ StatusOr<UnitParts> split_unit(const CudaUnit& unit) {
   return parts;
 }
 
+// A unit whose comments say a forbidden word loses its comments; one whose code says it is a bug.
+Status drop_forbidden_comments(UnitParts& parts, const std::string& file) {
+  if (forbidden_word_in(parts.body).empty()) return Status::ok();
+  KF_ASSIGN_OR_RETURN(parts.body, strip_cuda_comments(parts.body, file));
+  if (std::string w = forbidden_word_in(parts.body); !w.empty())
+    return internal_error(file + " uses the word '" + w +
+                          "' in its code, which upstream KernelBench's static checker "
+                          "rejects");
+  return Status::ok();
+}
+
 StatusOr<std::vector<CudaUnit>> program_units(const Program& program, const fs::path& runtime_dir) {
   std::vector<CudaUnit> units;
   for (const auto& k : program.kernels) units.push_back({k.file_name, k.code});
@@ -366,23 +377,6 @@ std::string kernel_names(const Program& p) {
 
 }  // namespace
 
-StatusOr<fs::path> find_runtime_dir() {
-  std::vector<fs::path> candidates;
-  if (const char* home = std::getenv("KFORGE_HOME"); home != nullptr && *home != '\0') candidates.emplace_back(home);
-  const fs::path exe = executable_dir();
-  candidates.push_back(exe.parent_path());                // build/kforge -> repo
-  candidates.push_back(exe.parent_path().parent_path());  // build/<preset>/kforge -> repo
-#ifdef KFORGE_SOURCE_DIR
-  candidates.emplace_back(KFORGE_SOURCE_DIR);
-#endif
-  for (const auto& c : candidates) {
-    std::error_code ec;
-    if (fs::exists(c / "src/codegen/runtime/kforge_runtime.cuh", ec)) return c / "src/codegen/runtime";
-  }
-  return not_found(
-      "cannot find the kforge device runtime (src/codegen/runtime): set KFORGE_HOME to the repository root");
-}
-
 StatusOr<std::string> kernelbench_cuda_source(const Program& program, const fs::path& runtime_dir) {
   KF_ASSIGN_OR_RETURN(std::string header, read_file(runtime_dir / "kforge_runtime.cuh"));
   KF_ASSIGN_OR_RETURN(std::vector<CudaUnit> units, program_units(program, runtime_dir));
@@ -394,22 +388,19 @@ StatusOr<std::string> kernelbench_cuda_source(const Program& program, const fs::
       if (seen.insert(l).second) includes.push_back(l);
     }
   };
+  KF_RETURN_IF_ERROR(drop_forbidden_comments(runtime, "kforge_runtime.cuh"));
   hoist(runtime.includes);
   std::ostringstream body;
   for (size_t i = 0; i < units.size(); ++i) {
     KF_ASSIGN_OR_RETURN(UnitParts parts, split_unit(units[i]));
     hoist(parts.includes);
-    if (!forbidden_word_in(parts.body).empty()) {
-      KF_ASSIGN_OR_RETURN(parts.body, strip_cuda_comments(parts.body, units[i].file));
-      if (std::string w = forbidden_word_in(parts.body); !w.empty())
-        return internal_error(units[i].file + " uses the word '" + w +
-                              "' in its code, which upstream KernelBench's static checker rejects");
-    }
+    KF_RETURN_IF_ERROR(drop_forbidden_comments(parts, units[i].file));
     const std::string ns = "kforge_unit_" + std::to_string(i) + "_" + identifier(file_stem(units[i].file));
     body << "// ---- " << units[i].file << " ----\n"
          << "namespace " << ns << " {\n"
          << parts.body << "}  // namespace " << ns << "\n";
-    std::set<std::string> undone;
+    // The runtime header's macros stay for the units after this one.
+    std::set<std::string> undone(runtime.macros.begin(), runtime.macros.end());
     for (const auto& m : parts.macros) {
       if (undone.insert(m).second) body << "#undef " << m << "\n";
     }
@@ -483,11 +474,13 @@ StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& prog
                        v.front() +
                        ". Edit the problem so that it passes (reword a docstring, for example) and export again");
   }
-  KF_ASSIGN_OR_RETURN(fs::path runtime_dir, find_runtime_dir());
+  KF_ASSIGN_OR_RETURN(fs::path home, kforge_home());
+  const fs::path runtime_dir = home / "src/codegen/runtime";
   KF_ASSIGN_OR_RETURN(std::string cuda, kernelbench_cuda_source(program, runtime_dir));
   if (strip_checker_comments(cuda).find("__global__") == std::string::npos) {
-    return unsupported("the program for " + program.name + " has no CUDA kernel of its own (" + kernel_names(program) +
-                       " all call cuBLAS/cuDNN), and upstream KernelBench's static checker requires a __global__ "
+    return unsupported("the program for " + program.name + " has no CUDA kernel of its own: its kernels (" +
+                       kernel_names(program) +
+                       ") all call cuBLAS or cuDNN, and upstream KernelBench's static checker requires a __global__ "
                        "kernel in the file; kforge does not add an unused one to get past it. Use the model_new.py "
                        "of `kforge build` or `kforge optimize` for this problem");
   }

@@ -20,10 +20,6 @@ namespace kforge::codegen {
 StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& program,
                                          const std::string& reference_source);
 
-// The directory holding the device runtime (kforge_runtime.cuh and the runtime .cu files):
-// $KFORGE_HOME, the tree around the running executable, then the source tree kforge was built from.
-StatusOr<std::filesystem::path> find_runtime_dir();
-
 // The program's CUDA units as the one translation unit load_inline compiles (its cuda_sources,
 // without the torch includes load_inline prepends): library includes hoisted, the runtime header
 // once, then each unit (kernels, entry, runtime sources) in a namespace of its own with the macros

@@ -66,23 +66,6 @@ StatusOr<Toolchain> find_toolchain() {
   return t;
 }
 
-StatusOr<fs::path> kforge_home() {
-  std::vector<fs::path> candidates;
-  if (!env("KFORGE_HOME").empty()) candidates.emplace_back(env("KFORGE_HOME"));
-  fs::path exe = executable_dir();
-  candidates.push_back(exe.parent_path());                // build/kforge -> repo
-  candidates.push_back(exe.parent_path().parent_path());  // build/<preset>/kforge -> repo
-#ifdef KFORGE_SOURCE_DIR
-  candidates.emplace_back(KFORGE_SOURCE_DIR);
-#endif
-  for (const auto& c : candidates) {
-    std::error_code ec;
-    if (fs::exists(c / "src/codegen/runtime/kforge_runtime.cuh", ec) && fs::exists(c / "python/kforge", ec)) return c;
-  }
-  return not_found(
-      "cannot find the kforge tree (src/codegen/runtime and python/kforge): set KFORGE_HOME to the repository root");
-}
-
 std::string python_executable() {
   static const std::string chosen = [] {
     std::string p = env("KFORGE_PYTHON");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/files.h"
 #include "base/status.h"
 
 namespace kforge::sandbox {
@@ -20,9 +21,7 @@ struct Toolchain {
 // nvcc from $KFORGE_NVCC, $CUDA_HOME/bin, PATH or /usr/local/cuda/bin; a clear error if none.
 StatusOr<Toolchain> find_toolchain();
 
-// The kforge source tree (for src/codegen/runtime and python/): $KFORGE_HOME, then the tree the
-// executable was built from, then the directory above the executable's build directory.
-StatusOr<std::filesystem::path> kforge_home();
+using ::kforge::kforge_home;  // base/files.h
 
 // python3 to run the importer and harness: $KFORGE_PYTHON, else python3 on PATH.
 std::string python_executable();

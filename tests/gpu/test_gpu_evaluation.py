@@ -96,3 +96,12 @@ def test_bench_on_a_small_suite(tmp_path):
             assert key in p
     assert doc["summary"]["level1"]["problems"] == 3
     assert r.returncode in (0, 1), r.stderr
+
+
+def test_an_exported_kernelbench_file_builds_with_load_inline_and_passes(tmp_path):
+    # The self-contained export (CUDA inline, load_inline at import) verified like any candidate.
+    out = tmp_path / "relu_export.py"
+    r = kforge("export", RELU, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    rc, res = evaluate(str(out), "--timeout", "400")
+    assert rc == 0 and res["outcome"] == "ok", res
