@@ -45,7 +45,7 @@ struct BenchRecord {
   std::optional<double> predicted_seconds;  // cost model time of the candidate
   double build_seconds = 0;
   double verify_seconds = 0;
-  bool skipped = true;  // not reached before --time-limit; cleared when its build starts
+  bool skipped = true;  // no final result yet (not reached before --time-limit): left out of tables and JSON
 };
 
 std::set<std::string> split_list(const std::string& s) {
@@ -299,13 +299,14 @@ void BenchRun::progress(const BenchRecord& r, const std::string& what) {
 
 void BenchRun::build_loop() {
   for (size_t i = next_build_++; i < records_.size() && !past_time_limit(); i = next_build_++) {
-    BenchRecord& r = records_[i];
-    r.skipped = false;
+    // Work on a copy: save() may read the records meanwhile; the result goes in under the lock.
+    BenchRecord r = records_[i];
     auto t0 = std::chrono::steady_clock::now();
     auto turn = import_plan_build(r.problem.path.string(), protocol_, r.out_dir,
                                   {.plan = plan_options(args_.common), .force = true, .jobs = 1});
     r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string line;
+    std::string torch;
     if (!turn.is_ok()) {
       r.result.outcome = sandbox::Outcome::kCompileError;
       r.result.message = turn.status().message();
@@ -317,15 +318,22 @@ void BenchRun::build_loop() {
       r.built = turn->built.build.ok;
       r.result = predicted_result(turn->built, protocol_);
       if (device_ == "cuda") {
-        r.result.predicted = false;  // compile errors are facts; ok waits for the GPU
+        // A compile error is a fact; a built candidate has no result until the GPU gives one.
+        r.result.predicted = false;
         r.result.device.clear();
+        r.result.t_candidate.reset();
       }
       line = r.built ? "built in " + format_seconds(r.build_seconds) : "compile error";
-      if (torch_.empty()) torch_ = turn->graph.torch_version;
+      torch = turn->graph.torch_version;
     }
+    // Final now, unless it waits for the GPU (then it stays out of the tables until verified).
+    const bool waits_for_gpu = device_ == "cuda" && r.built;
+    r.skipped = waits_for_gpu;
     std::lock_guard<std::mutex> lock(mu_);
+    records_[i] = r;
+    if (torch_.empty()) torch_ = torch;
     progress(r, line);
-    if (device_ == "cuda" && r.built) {
+    if (waits_for_gpu) {
       to_verify_.push_back(i);
       built_cv_.notify_one();
     }
@@ -343,11 +351,7 @@ void BenchRun::verify_loop() {
       std::unique_lock<std::mutex> lock(mu_);
       built_cv_.wait(lock, [&] { return !to_verify_.empty() || builders_left_ == 0; });
       if (to_verify_.empty()) return;
-      if (past_time_limit()) {  // built but not verified: it counts as not reached
-        for (size_t k : to_verify_) records_[k].skipped = true;
-        to_verify_.clear();
-        return;
-      }
+      if (past_time_limit()) return;  // the rest stays unverified: not reached
       i = to_verify_.front();
       to_verify_.pop_front();
     }
@@ -361,6 +365,7 @@ void BenchRun::verify_loop() {
     auto t0 = std::chrono::steady_clock::now();
     auto res = worker.evaluate(req);
     std::lock_guard<std::mutex> lock(mu_);
+    r.skipped = false;
     r.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!res.is_ok()) {
       r.result.outcome = sandbox::Outcome::kRuntimeFault;

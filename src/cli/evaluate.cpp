@@ -1,11 +1,15 @@
 // Device choice and GPU evaluation of one built candidate.
 #include "cli/evaluate.h"
 
+#include <cstdlib>
+
 namespace kforge::cli {
 
 namespace fs = std::filesystem;
 
 bool gpu_present() {
+  // For tests of the GPU paths on machines without one (with a stand-in harness): KFORGE_ASSUME_GPU=1.
+  if (const char* a = std::getenv("KFORGE_ASSUME_GPU"); a && std::string(a) == "1") return true;
   std::error_code ec;
   return fs::exists("/dev/nvidia0", ec) || fs::exists("/dev/nvidiactl", ec);
 }

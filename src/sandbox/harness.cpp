@@ -69,7 +69,10 @@ EvalResult result_from_harness_json(const Json& j, const std::string& protocol) 
 }
 
 HarnessWorker::HarnessWorker(HarnessOptions options) : options_(std::move(options)) {
-  if (options_.python.empty()) options_.python = python_executable();
+  if (options_.python.empty()) {
+    const char* h = std::getenv("KFORGE_HARNESS_PYTHON");
+    options_.python = h && *h ? h : python_executable();
+  }
 }
 
 HarnessWorker::~HarnessWorker() {

@@ -1,0 +1,73 @@
+"""kforge bench's GPU flow on a machine without a GPU: a stand-in harness worker answers for the
+GPU (KFORGE_ASSUME_GPU=1, KFORGE_HARNESS_PYTHON), so building, verifying in parallel, profiling,
+metrics, the JSON and the exit code are checked end to end. The real harness runs in tests/gpu."""
+import json
+import os
+import subprocess
+import sys
+
+KFORGE = os.environ.get("KFORGE_BIN", os.path.join(os.path.dirname(__file__), "../../build/kforge"))
+SHARED = os.path.join(os.path.dirname(__file__), "../../../shared/kernelbench")
+
+FAKE = r'''#!PYTHON
+import json, os, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    name = os.path.basename(os.path.dirname(req["candidate"]))
+    if not req["verify"] and not req["profile"]:
+        raise SystemExit("a request that asks for nothing")
+    ans = {"outcome": "ok", "device": "Stand-in GPU", "torch": "9.9", "max_abs_err": 0.0, "max_rel_err": 0.0}
+    if name.startswith("20_"):
+        ans = {"outcome": "wrong_answer", "message": "seed 1000: output 0 differs", "max_abs_err": 1.0}
+    if req["profile"]:
+        fast = name.startswith("19_")
+        ans.update(t_candidate=0.001 if fast else 0.003, t_eager=0.002, t_compile=0.0025, samples=req["trials"])
+    print(json.dumps(ans), flush=True)
+'''
+
+
+def test_bench_gpu_flow_with_a_stand_in_harness(tmp_path):
+    fake = tmp_path / "fake_harness.py"
+    fake.write_text(FAKE.replace("PYTHON", sys.executable))
+    fake.chmod(0o755)
+    suite = tmp_path / "suite" / "level1"
+    suite.mkdir(parents=True)
+    for name in ("19_ReLU.py", "20_LeakyReLU.py", "21_Sigmoid.py"):
+        (suite / name).write_text(open(os.path.join(SHARED, "level1", name)).read())
+    env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
+    js = tmp_path / "bench.json"
+    r = subprocess.run([KFORGE, "bench", "--suite", str(tmp_path / "suite"), "--json", str(js), "--out",
+                        str(tmp_path / "out"), "--trials", "4", "--workers", "2"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 1, r.stdout + r.stderr  # one wrong answer
+    doc = json.loads(js.read_text())
+    assert doc["predicted"] is False and doc["device"] == "Stand-in GPU" and doc["torch"] == "9.9"
+    by = {p["problem"]: p for p in doc["problems"]}
+    assert by["19_ReLU"]["outcome"] == "ok" and by["19_ReLU"]["reward"] == 3
+    assert by["19_ReLU"]["t_candidate_ms"] == 1.0 and by["19_ReLU"]["samples"] == 4
+    assert by["20_LeakyReLU"]["outcome"] == "wrong_answer" and by["20_LeakyReLU"]["reward"] == -1
+    assert by["20_LeakyReLU"]["t_candidate_ms"] is None
+    assert by["21_Sigmoid"]["reward"] == 1  # correct, slower than eager
+    s = doc["summary"]["level1"]
+    assert s["problems"] == 3 and s["correct"] == 2 and abs(s["pass_rate"] - 2 / 3) < 1e-9
+    assert abs(s["faster_than_eager"] - 1 / 3) < 1e-9 and abs(s["faster_than_compile"] - 1 / 3) < 1e-9
+    assert abs(s["speedup_vs_eager"] - (2 * 2 / 3) ** 0.5) < 1e-9
+    assert "level1/20_LeakyReLU: wrong_answer" in r.stdout
+    assert "Stand-in GPU" in r.stdout
+
+
+def test_bench_time_limit_leaves_unreached_problems_out(tmp_path):
+    fake = tmp_path / "fake_harness.py"
+    fake.write_text(FAKE.replace("PYTHON", sys.executable))
+    fake.chmod(0o755)
+    env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
+    js = tmp_path / "bench.json"
+    r = subprocess.run([KFORGE, "bench", "--suite", os.path.join(SHARED, "level1"), "--only",
+                        "19_ReLU,21_Sigmoid,22_Tanh,23_Softmax,24_LogSoftmax,25_Swish", "--json", str(js),
+                        "--out", str(tmp_path / "out"), "--time-limit", "0.5", "-j", "1", "--no-profile"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    doc = json.loads(js.read_text())
+    assert doc["skipped_for_time_limit"] >= 1
+    assert len(doc["problems"]) + doc["skipped_for_time_limit"] == 6
+    assert all(p["outcome"] == "ok" for p in doc["problems"])
+    assert "not reached before --time-limit" in r.stdout
