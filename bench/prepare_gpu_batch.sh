@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 [ -x build/kforge ] || { echo "prepare_gpu_batch: build kforge first (bash scripts/setup.sh)" >&2; exit 3; }
 rm -rf .gpu
 mkdir -p .gpu/kb .gpu/cache
+# Start from the tests' cache (same nvcc, same flags): only what changed since is compiled again.
+if [ -d build/kforge-cache ]; then cp -r build/kforge-cache/. .gpu/cache/; fi
 cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 .gpu/kb/
 strip -o .gpu/kforge build/kforge
 commit=$(git rev-parse --short HEAD)

@@ -1,28 +1,38 @@
-// Conv and ConvTranspose (1-d, 2-d, 3-d; stride, padding, dilation, groups, output_padding, bias)
-// through cuDNN's legacy API (cudnn.h): cudnnConvolutionForward for conv, and for the transposed
-// conv cudnnConvolutionBackwardData (conv_transpose(x, w) is the input-gradient of conv(., w) with
-// the same stride, padding, dilation and groups; output_padding only lengthens the output).
-// 1-d convs run as 2-d with a unit height. Descriptors and the chosen algorithm are made at the
-// first call and cached in static storage per device, so later calls only launch. The algorithm:
-// cudnnFind*AlgorithmEx (timed, within the workspace) on the first call, or the heuristic
-// cudnnGet*_v7 when the stream is being captured into a CUDA graph (Find synchronizes).
-// The bias is a small generated kernel after the convolution (y += bias[c]), like torch's add.
+// Conv and ConvTranspose (1-d, 2-d, 3-d; stride, padding, dilation, groups, output_padding, bias),
+// computed the way PyTorch computes them, because the reference is torch's own conv and the
+// kernelbench protocol compares at 1e-4: torch runs fp32 convs in TF32 on cuDNN by default
+// (torch.backends.cudnn.allow_tf32), and another cuDNN engine rounds differently, by up to a few 1e-3.
 //
-// Math type, matching the PyTorch reference: torch runs fp32 convs with
-// torch.backends.cudnn.allow_tf32 = True (its default), and for that sets CUDNN_DEFAULT_MATH on
-// the convolution descriptor (CUDNN_FMA_MATH only when TF32 is disallowed, CUDNN_TENSOR_OP_MATH
-// for fp16). CUDNN_DEFAULT_MATH lets cuDNN use TF32 tensor cores for fp32 data on Ampere and
-// later (never fp16 down-conversion, which is CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION). So precision
-// "fp32" and "tf32" both keep CUDNN_DEFAULT_MATH (the reference's numerics); precision "3xtf32",
-// which asks for better than TF32 accuracy, gets CUDNN_FMA_MATH (exact fp32 FMA kernels). fp16 and
-// bf16 use CUDNN_TENSOR_OP_MATH with fp32 accumulation, fp64 computes in fp64.
+// The knob "engine" picks how (default 0):
+//  - 0, torch's engine: kf_cudnn_conv (runtime/kforge_cudnn.cu) on cuDNN's backend API builds the graph
+//    torch's Conv_v8.cpp builds (one forward op for conv; for the transposed conv the backward-data op,
+//    conv_transpose(x, w) being the input-gradient of conv(., w) with the same stride, padding,
+//    dilation and groups, output_padding only lengthening the output), takes the engine
+//    configurations of cuDNN's heuristics in torch's order with torch's filters, and runs the first
+//    one that works, cached per device and alignment. So it runs the engine torch runs, with its
+//    rounding. 1-d convs run as 2-d with a unit height, as torch views them. No batch chunking: torch
+//    hands cuDNN the whole tensor too. Precision "fp32" and "tf32" keep torch's default filter
+//    (TF32 engines allowed); "3xtf32", better than TF32, drops tensor-core engines, as torch does
+//    with allow_tf32 = False.
+//    Depthwise convs (not transposed, groups == C_in > 1, C_out a multiple of C_in) in fp32, fp64
+//    or bf16 never reach cuDNN in torch: they run its exact CudaDepthwise2d/3d kernels. Here too: a
+//    generated kernel of the same design (one thread per output, the window unrolled, the bias
+//    first, fp32 fused multiply-adds), exact where cuDNN would round to TF32. (torch sends some
+//    fp16 depthwise shapes to cuDNN by a workload table; fp16 goes to cuDNN here.)
+//  - 1, cudnnFind's fastest: the legacy API (cudnnConvolutionForward / BackwardData), the algorithm
+//    timed by cudnnFind*AlgorithmEx within the workspace on the first call (the heuristic
+//    cudnnGet*_v7 under CUDA graph capture, as Find synchronizes), CUDNN_DEFAULT_MATH for fp32 (TF32
+//    allowed, never fp16 down-conversion; CUDNN_FMA_MATH for 3xtf32), CUDNN_TENSOR_OP_MATH for 16-bit
+//    types. Often faster than torch's choice, but it rounds differently: for the looser cuda-agent
+//    protocol (1e-2). Batches too large for int dims go in chunks.
+// Either way the bias is a small generated kernel after the convolution (y += bias[c]), as torch
+// adds it after cuDNN.
 //
-// cuDNN takes int dims and tensors of at most 2^31-1 elements: a batch too large for that is split
-// into chunks (one more descriptor set for the tail chunk), as torch does. Cases cuDNN cannot take
-// at all (a sample or the weight over 2^31-1 elements, an empty input with a non-empty output,
-// more than 3 spatial dims, output_padding >= stride, which torch itself sends to its slow
-// non-cuDNN kernels) use a direct generated kernel: one thread per output element, fp32 (fp64)
-// accumulation. The knob "direct" = 1 forces that kernel (a reference for tests).
+// Cases cuDNN cannot take at all (a sample or the weight over 2^31-1 elements, where torch leaves
+// cuDNN for exact im2col GEMMs, an empty input with a non-empty output, more than 3 spatial dims,
+// output_padding >= stride, which torch itself sends to its slow non-cuDNN kernels) use a direct
+// generated kernel: one thread per output element, fp32 (fp64) accumulation. The knob "direct" = 1
+// forces that kernel (a reference for tests).
 #include <algorithm>
 #include <climits>
 #include <sstream>
@@ -32,6 +42,15 @@
 namespace kforge::codegen {
 
 namespace {
+
+// The knob "engine".
+constexpr int64_t kTorchEngine = 0;  // the cuDNN engine torch runs (exact kernels for depthwise)
+constexpr int64_t kFindEngine = 1;   // cudnnFind's fastest algorithm, legacy API
+
+const char* kBackendPrelude =
+    "#include <cudnn.h>\n"
+    "#include <cuda_fp16.h>\n"
+    "#include <cuda_bf16.h>\n";
 
 struct ConvGeom {
   bool transpose = false;
@@ -243,6 +262,162 @@ std::string direct_kernel(const EmitContext& ctx, const ConvGeom& g, const std::
   return os.str();
 }
 
+// The dims cuDNN sees: a 1-d conv as 2-d with a unit height (stride 1, padding 0, dilation 1
+// prepended), as torch's view1d_as_2d makes it.
+struct CudnnView {
+  std::vector<int64_t> pad, stride, dil, in_sp, out_sp, k_sp;
+};
+
+CudnnView cudnn_view(const ConvGeom& g) {
+  CudnnView v{g.pad, g.stride, g.dil, g.in_sp, g.out_sp, g.k_sp};
+  if (g.sp == 1) {
+    v.pad.insert(v.pad.begin(), 0);
+    v.stride.insert(v.stride.begin(), 1);
+    v.dil.insert(v.dil.begin(), 1);
+    v.in_sp.insert(v.in_sp.begin(), 1);
+    v.out_sp.insert(v.out_sp.begin(), 1);
+    v.k_sp.insert(v.k_sp.begin(), 1);
+  }
+  return v;
+}
+
+// Depthwise as torch's ConvParams::is_depthwise has it (a 1-d conv counts: torch views it as 2-d
+// before it chooses a backend).
+bool is_depthwise(const ConvGeom& g) {
+  return !g.transpose && g.groups > 1 && g.groups == g.cin && g.cout % g.cin == 0;
+}
+
+// torch's CudaDepthwise2d/3d design: one thread per output element (n, c, spatial...), reading input
+// channel c / multiplier; the accumulator starts at the bias, then adds weight * input over the
+// window in order, each a fused multiply-add in fp32 (fp64 for fp64): exact, no TF32. 32-bit indices when
+// both tensors have fewer than 2^31 elements.
+std::string depthwise_kernel(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
+                             bool has_bias) {
+  const int64_t total = ctx.out_type().numel();
+  const bool narrow = total <= INT_MAX && ctx.in_type(0).numel() <= INT_MAX;
+  const std::string I = narrow ? "unsigned int" : "int64_t";  // element indices
+  const std::string S = narrow ? "int" : "int64_t";           // window coordinates (may be negative)
+  auto u = [&](int64_t x) { return std::to_string(x) + (narrow ? "u" : "LL"); };
+  const int64_t block = ctx.kernel.knob("block", 256);
+  const size_t sp = g.sp;
+  std::ostringstream os;
+  os << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_depthwise(const " << T
+     << "* __restrict__ x, const " << T << "* __restrict__ w, " << (has_bias ? "const " + T + "* __restrict__ b, " : "")
+     << T << "* __restrict__ y) {\n"
+     << "  for (" << I << " i = blockIdx.x * (" << I << ")blockDim.x + threadIdx.x; i < " << u(total) << "; i += (" << I
+     << ")gridDim.x * blockDim.x) {\n"
+     << "    " << I << " r = i;\n";
+  for (size_t d = sp; d-- > 0;) {
+    os << "    const " << S << " o" << d << " = (" << S << ")(r % " << u(g.out_sp[d]) << ");\n"
+       << "    r /= " << u(g.out_sp[d]) << ";\n";
+  }
+  os << "    const " << I << " c = r % " << u(g.cout) << ";\n"
+     << "    const " << I << " n = r / " << u(g.cout) << ";\n"
+     << "    const " << T << "* xp = x + (n * " << u(g.cin) << " + c / " << u(g.cout / g.cin) << ") * "
+     << u(prod(g.in_sp)) << ";\n"
+     << "    const " << T << "* wp = w + c * " << u(prod(g.k_sp)) << ";\n"
+     << "    " << A << " acc = " << (has_bias ? "(" + A + ")b[c]" : "(" + A + ")0") << ";\n";
+  std::string ind = "    ";
+  for (size_t d = 0; d < sp; ++d) {
+    os << ind << "#pragma unroll\n"
+       << ind << "for (int j" << d << " = 0; j" << d << " < " << g.k_sp[d] << "; ++j" << d << ") {\n";
+    ind += "  ";
+    os << ind << "const " << S << " i" << d << " = o" << d << " * " << g.stride[d] << " - " << g.pad[d] << " + j" << d
+       << " * " << g.dil[d] << ";\n"
+       << ind << "if (i" << d << " < 0 || i" << d << " >= " << g.in_sp[d] << ") continue;\n";
+  }
+  std::string xi = "(" + I + ")i0", wi = "j0";
+  for (size_t d = 1; d < sp; ++d) {
+    xi = "(" + xi + ") * " + u(g.in_sp[d]) + " + (" + I + ")i" + std::to_string(d);
+    wi = "(" + wi + ") * " + std::to_string(g.k_sp[d]) + " + j" + std::to_string(d);
+  }
+  os << ind << "acc += (" << A << ")wp[" << wi << "] * (" << A << ")xp[" << xi << "];\n";
+  for (size_t d = sp; d-- > 0;) {
+    ind.resize(ind.size() - 2);
+    os << ind << "}\n";
+  }
+  os << "    y[i] = (" << T << ")acc;\n"
+     << "  }\n"
+     << "}\n";
+  return os.str();
+}
+
+std::string depthwise_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
+                           bool has_bias) {
+  const int64_t block = ctx.kernel.knob("block", 256);
+  std::ostringstream os;
+  os << "// Depthwise: torch runs its own exact kernel here (CudaDepthwise" << (g.sp == 3 ? 3 : 2)
+     << "d), not cuDNN; so does this.\n"
+     << "namespace {\n"
+     << depthwise_kernel(ctx, g, T, A, has_bias) << "}  // namespace\n\n"
+     << ctx.signature() << " {\n"
+     << "  " << ctx.kernel.name << "_depthwise<<<kf_grid(" << ctx.out_type().numel() << "LL, " << block << "), "
+     << block << ", 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", " << ctx.in_ptr(1) << ", "
+     << (has_bias ? ctx.in_ptr(2) + ", " : "") << ctx.out_ptr() << ");\n"
+     << "  KF_LAUNCHED();\n"
+     << "  return 0;\n"
+     << "}\n";
+  return os.str();
+}
+
+// A C initializer of `n` int64 values, zero-padded: "{2, 8, 17, 19, 0}".
+std::string padded_list(std::vector<int64_t> v, size_t n) {
+  v.resize(n, 0);
+  return int_list(v);
+}
+
+// torch's engine: the problem as a KfCudnnConv, run by kf_cudnn_conv (runtime/kforge_cudnn.cu).
+std::string backend_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
+                         int64_t& launches) {
+  const ir::DType dt = ctx.out_type().dtype;
+  const CudnnView v = cudnn_view(g);
+  const ir::Shape& w = ctx.in_type(1).shape;
+  std::vector<int64_t> in_dims{g.n, g.cin}, w_dims{w[0], w[1]}, out_dims{g.n, g.cout};
+  in_dims.insert(in_dims.end(), v.in_sp.begin(), v.in_sp.end());
+  w_dims.insert(w_dims.end(), v.k_sp.begin(), v.k_sp.end());
+  out_dims.insert(out_dims.end(), v.out_sp.begin(), v.out_sp.end());
+  const bool exact = dt == ir::DType::kFloat32 && ctx.sched.precision == "3xtf32";
+  const std::string compute = dt == ir::DType::kFloat64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT";
+  std::ostringstream os;
+  os << "namespace {\n"
+     << "// kf_cudnn_conv runs the cuDNN engine torch runs for this problem (its heuristics, order and filters).\n"
+     << "const KfCudnnConv kConv = {\n"
+     << "    \"" << ctx.kernel.name << "\",\n"
+     << "    " << (g.transpose ? 1 : 0) << ",  // backward_data"
+     << (g.transpose ? ": the transposed conv is the input-gradient of conv(., w)" : ": forward") << "\n"
+     << "    " << cudnn_type(dt) << ",  // data_type\n"
+     << "    " << compute << ",  // compute_type\n"
+     << "    " << (exact ? 1 : 0) << ",  // exact: "
+     << (exact                       ? "precision 3xtf32, no tensor-core engines (torch with allow_tf32 = False)"
+         : dt == ir::DType::kFloat32 ? "torch's default (allow_tf32 = True: TF32 engines allowed)"
+                                     : "torch filters tensor-core engines only for fp32")
+     << "\n"
+     << "    0,  // deterministic: torch.backends.cudnn.deterministic = False\n"
+     << "    " << in_dims.size() << ",  // nb_dims" << (g.sp == 1 ? ": the 1-d conv as 2-d with a unit height" : "")
+     << "\n"
+     << "    " << padded_list(in_dims, 5) << ",  // in_dims\n"
+     << "    " << padded_list(w_dims, 5) << ",  // w_dims\n"
+     << "    " << padded_list(out_dims, 5) << ",  // out_dims\n"
+     << "    " << padded_list(v.pad, 3) << ",  // pad\n"
+     << "    " << padded_list(v.stride, 3) << ",  // stride\n"
+     << "    " << padded_list(v.dil, 3) << ",  // dilation\n"
+     << "};\n";
+  if (has_bias) os << "\n" << bias_kernel(ctx, g, T, acc_type(dt), true, false);
+  os << "}  // namespace\n\n"
+     << ctx.signature() << " {\n"
+     << "  const int rc = kf_cudnn_conv(ctx, &kConv, " << ctx.in_ptr(0) << ", " << ctx.in_ptr(1) << ", "
+     << ctx.out_ptr() << ");\n"
+     << "  if (rc != 0) return rc;\n";
+  launches = 1;
+  if (has_bias) {
+    os << bias_launch(ctx, true);
+    ++launches;
+  }
+  os << "  return 0;\n"
+     << "}\n";
+  return os.str();
+}
+
 const char* kCudnnPrelude =
     "#include <cudnn.h>\n"
     "#include <cuda_fp16.h>\n"
@@ -263,17 +438,9 @@ std::string cudnn_code(const EmitContext& ctx, const ConvGeom& g, const std::str
   const std::string name = ctx.kernel.name;
   const ir::DType dt = ctx.out_type().dtype;
   const std::string A = acc_type(dt);
-  // 1-d as 2-d with a unit height.
-  const bool one_d = g.sp == 1;
-  std::vector<int64_t> pad = g.pad, stride = g.stride, dil = g.dil, in_sp = g.in_sp, out_sp = g.out_sp, k_sp = g.k_sp;
-  if (one_d) {
-    pad.insert(pad.begin(), 0);
-    stride.insert(stride.begin(), 1);
-    dil.insert(dil.begin(), 1);
-    in_sp.insert(in_sp.begin(), 1);
-    out_sp.insert(out_sp.begin(), 1);
-    k_sp.insert(k_sp.begin(), 1);
-  }
+  const CudnnView v = cudnn_view(g);
+  const std::vector<int64_t>&pad = v.pad, &stride = v.stride, &dil = v.dil, &in_sp = v.in_sp, &out_sp = v.out_sp,
+        &k_sp = v.k_sp;
   const size_t conv_dims = pad.size();
   const size_t nb_dims = conv_dims + 2;
   // Batch chunks of at most 2^31-1 elements per tensor.
@@ -452,6 +619,13 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose) 
   }
   if (has_bias && ctx.in_type(2).numel() != g.cout)
     return invalid_argument(std::string(what) + ": the bias needs one value per output channel");
+  const int64_t engine = ctx.kernel.knob("engine", kTorchEngine);
+  if (engine != kTorchEngine && engine != kFindEngine) {
+    return invalid_argument(std::string(what) +
+                            ": the knob engine must be 0 (torch's cuDNN engine) or 1 (cudnnFind's "
+                            "fastest), not " +
+                            std::to_string(engine));
+  }
   const std::string T = ctype(dt);
   const std::string A = acc_type(dt);
   const std::string headers = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
@@ -483,15 +657,33 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose) 
     src.launches = 1;
     return src;
   }
-  KernelSource src = begin_source(ctx, kCudnnPrelude);
+  if (engine == kTorchEngine && is_depthwise(g) && dt != ir::DType::kFloat16) {
+    KernelSource src = begin_source(ctx, headers);
+    src.code += depthwise_code(ctx, g, T, A, has_bias);
+    src.launches = 1;
+    return src;
+  }
+  KernelSource src = begin_source(ctx, engine == kTorchEngine ? kBackendPrelude : kCudnnPrelude);
   src.libraries = {"cudnn"};
-  // Workspace for the algorithms: the knob workspace_mb, else the size of input and output
-  // (clamped to 32 MiB .. 512 MiB), enough for the implicit-GEMM and most FFT/Winograd choices.
-  const int64_t io_bytes = static_cast<int64_t>(ctx.in_type(0).bytes() + ctx.out_type().bytes());
-  const int64_t ws_mb = ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_bytes >> 20, 32, 512));
-  src.workspace_bytes = static_cast<size_t>(ws_mb) << 20;
+  const int64_t io_mb = static_cast<int64_t>(ctx.in_type(0).bytes() + ctx.out_type().bytes()) >> 20;
   int64_t launches = 0;
-  src.code += cudnn_code(ctx, g, T, has_bias, launches);
+  if (engine == kTorchEngine) {
+    // Workspace: torch hands the heuristics' first engine whatever workspace it asks for, while
+    // kf_cudnn_conv skips an engine whose workspace exceeds ours, and then no longer rounds like
+    // torch. cuDNN's usual picks (implicit GEMM) need nothing to a few MiB; the engines that need
+    // more (FFT tiling, split reductions, bwd-data accumulators) grow with the tensors. So reserve
+    // the size of input plus output, at least 256 MiB and at most 2 GiB (attention's default
+    // budget); the knob workspace_mb overrides it. KFORGE_CUDNN_LOG=1 reports skipped engines.
+    src.workspace_bytes = static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 256, 2048)))
+                          << 20;
+    src.code += backend_code(ctx, g, T, has_bias, launches);
+  } else {
+    // Workspace for cudnnFind: the knob workspace_mb, else the size of input and output (32 MiB ..
+    // 512 MiB), enough for the implicit-GEMM and most FFT/Winograd choices.
+    src.workspace_bytes = static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 32, 512)))
+                          << 20;
+    src.code += cudnn_code(ctx, g, T, has_bias, launches);
+  }
   src.launches = launches;
   return src;
 }

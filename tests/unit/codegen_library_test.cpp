@@ -195,16 +195,46 @@ TEST(CodegenLibraryLinear, NoBias) {
 
 // ---- Conv / ConvTranspose ----
 
-TEST(CodegenLibraryConv, Conv2dThroughCudnn) {
+TEST(CodegenLibraryConv, Conv2dThroughTorchsCudnnEngine) {
   ir::Graph g = graph_from_text(
       one_node_graph("conv", {{"x", {2, 8, 17, 19}}, {"w", {12, 4, 3, 2}}, {"b", {12}}},
                      R"({"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1], "groups": 2})", {2, 12, 8, 22}));
   Program p = emit(g);
   const auto& k = p.kernels[0];
   EXPECT_EQ(k.libraries, std::vector<std::string>{"cudnn"});
+  EXPECT_TRUE(has(k.code,
+                  "kf_cudnn_conv(ctx, &kConv, ((const float*)bufs[0]), ((const float*)bufs[1]), "
+                  "((float*)bufs[3]))"))
+      << k.code;
+  EXPECT_FALSE(has(k.code, "cudnnFind"));
+  EXPECT_TRUE(has(k.code, "0,  // backward_data: forward"));
+  EXPECT_TRUE(has(k.code, "CUDNN_DATA_FLOAT,  // data_type"));
+  EXPECT_TRUE(has(k.code, "CUDNN_DATA_FLOAT,  // compute_type"));
+  EXPECT_TRUE(has(k.code, "0,  // exact: torch's default (allow_tf32 = True"));
+  EXPECT_TRUE(has(k.code, "4,  // nb_dims\n"));
+  EXPECT_TRUE(has(k.code, "{2, 8, 17, 19, 0},  // in_dims"));
+  EXPECT_TRUE(has(k.code, "{12, 4, 3, 2, 0},  // w_dims"));
+  EXPECT_TRUE(has(k.code, "{2, 12, 8, 22, 0},  // out_dims"));
+  EXPECT_TRUE(has(k.code, "{1, 2, 0},  // pad"));
+  EXPECT_TRUE(has(k.code, "{2, 1, 0},  // stride"));
+  EXPECT_TRUE(has(k.code, "{2, 1, 0},  // dilation"));
+  // The bias after cuDNN, as torch adds it.
+  EXPECT_LT(k.code.find("kf_cudnn_conv(ctx"), k.code.find("k0_conv_bias<<<"));
+  EXPECT_EQ(k.workspace_bytes, size_t{256} << 20);
+  EXPECT_EQ(k.launches, 2);
+}
+
+TEST(CodegenLibraryConv, FindEngineKnobKeepsTheLegacyApi) {
+  ir::Graph g = graph_from_text(
+      one_node_graph("conv", {{"x", {2, 8, 17, 19}}, {"w", {12, 4, 3, 2}}, {"b", {12}}},
+                     R"({"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1], "groups": 2})", {2, 12, 8, 22}));
+  Program p = emit(g, "fp32", {{"engine", 1}});
+  const auto& k = p.kernels[0];
+  EXPECT_EQ(k.libraries, std::vector<std::string>{"cudnn"});
   EXPECT_TRUE(has(k.code, "cudnnConvolutionForward(")) << k.code;
   EXPECT_TRUE(has(k.code, "cudnnFindConvolutionForwardAlgorithmEx") &&
               has(k.code, "cudnnGetConvolutionForwardAlgorithm_v7"));
+  EXPECT_FALSE(has(k.code, "kf_cudnn_conv("));
   EXPECT_TRUE(has(k.code, "constexpr cudnnMathType_t kMath = CUDNN_DEFAULT_MATH;"));
   EXPECT_TRUE(has(k.code, "const int kPad[kConvDims] = {1, 2};"));
   EXPECT_TRUE(has(k.code, "const int kStride[kConvDims] = {2, 1};"));
@@ -224,26 +254,43 @@ TEST(CodegenLibraryConv, Conv1dIsConv2dWithUnitHeight) {
                                      R"({"stride": [2], "padding": [2], "dilation": [3], "groups": 2})", {3, 12, 21}));
   Program p_code = emit(g);
   const auto& code = p_code.kernels[0].code;
-  EXPECT_TRUE(has(code, "constexpr int kNbDims = 4;"));
-  EXPECT_TRUE(has(code, "const int kPad[kConvDims] = {0, 2};"));
-  EXPECT_TRUE(has(code, "const int kStride[kConvDims] = {1, 2};"));
-  EXPECT_TRUE(has(code, "const int kWeightDims[kNbDims] = {12, 3, 1, 5};"));
-  EXPECT_TRUE(has(code, "const int kXDims[kNbDims - 1] = {6, 1, 50};"));
+  EXPECT_TRUE(has(code, "4,  // nb_dims: the 1-d conv as 2-d with a unit height")) << code;
+  EXPECT_TRUE(has(code, "{3, 6, 1, 50, 0},  // in_dims"));
+  EXPECT_TRUE(has(code, "{12, 3, 1, 5, 0},  // w_dims"));
+  EXPECT_TRUE(has(code, "{3, 12, 1, 21, 0},  // out_dims"));
+  EXPECT_TRUE(has(code, "{0, 2, 0},  // pad"));
+  EXPECT_TRUE(has(code, "{1, 2, 0},  // stride"));
+  EXPECT_TRUE(has(code, "{1, 3, 0},  // dilation"));
+  Program p_find = emit(g, "fp32", {{"engine", 1}});
+  const auto& find = p_find.kernels[0].code;
+  EXPECT_TRUE(has(find, "constexpr int kNbDims = 4;"));
+  EXPECT_TRUE(has(find, "const int kPad[kConvDims] = {0, 2};"));
+  EXPECT_TRUE(has(find, "const int kStride[kConvDims] = {1, 2};"));
+  EXPECT_TRUE(has(find, "const int kWeightDims[kNbDims] = {12, 3, 1, 5};"));
+  EXPECT_TRUE(has(find, "const int kXDims[kNbDims - 1] = {6, 1, 50};"));
 }
 
 TEST(CodegenLibraryConv, PrecisionAndHalf) {
   std::string conv = one_node_graph("conv", {{"x", {1, 4, 8, 8}}, {"w", {4, 4, 3, 3}}},
                                     R"({"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1]})", {1, 4, 6, 6});
   ir::Graph g = graph_from_text(conv);
-  EXPECT_TRUE(has(emit(g, "3xtf32").kernels[0].code, "kMath = CUDNN_FMA_MATH"));
-  EXPECT_TRUE(has(emit(g, "tf32").kernels[0].code, "kMath = CUDNN_DEFAULT_MATH"));
+  // 3xtf32 asks for better than TF32: no tensor-core engines, as torch with allow_tf32 = False.
+  EXPECT_TRUE(has(emit(g, "3xtf32").kernels[0].code, "1,  // exact: precision 3xtf32"));
+  EXPECT_TRUE(has(emit(g, "tf32").kernels[0].code, "0,  // exact: torch's default"));
+  EXPECT_TRUE(has(emit(g, "3xtf32", {{"engine", 1}}).kernels[0].code, "kMath = CUDNN_FMA_MATH"));
+  EXPECT_TRUE(has(emit(g, "tf32", {{"engine", 1}}).kernels[0].code, "kMath = CUDNN_DEFAULT_MATH"));
   ir::Graph h = graph_from_text(
       typed_graph("conv", {{"x", {1, 4, 8, 8}, "float16"}, {"w", {4, 4, 3, 3}, "float16"}, {"", {}, ""}},
                   R"({"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1]})", {1, 4, 6, 6}, "float16"));
   Program p_ch = emit(h);
   const auto& ch = p_ch.kernels[0].code;
-  EXPECT_TRUE(has(ch, "kType = CUDNN_DATA_HALF") && has(ch, "kMath = CUDNN_TENSOR_OP_MATH") &&
-              has(ch, "kCompute = CUDNN_DATA_FLOAT"));
+  EXPECT_TRUE(has(ch, "CUDNN_DATA_HALF,  // data_type") && has(ch, "CUDNN_DATA_FLOAT,  // compute_type") &&
+              has(ch, "((const __half*)bufs[0])"))
+      << ch;
+  Program p_find = emit(h, "fp32", {{"engine", 1}});
+  const auto& find = p_find.kernels[0].code;
+  EXPECT_TRUE(has(find, "kType = CUDNN_DATA_HALF") && has(find, "kMath = CUDNN_TENSOR_OP_MATH") &&
+              has(find, "kCompute = CUDNN_DATA_FLOAT"));
 }
 
 TEST(CodegenLibraryConv, DirectKnobAndThreeD) {
@@ -252,7 +299,8 @@ TEST(CodegenLibraryConv, DirectKnobAndThreeD) {
       R"({"stride": [1, 2, 1], "padding": [1, 0, 1], "dilation": [1, 2, 1], "groups": 2})", {2, 8, 9, 4, 11}));
   Program p_cudnn = emit(g);
   const auto& cudnn = p_cudnn.kernels[0].code;
-  EXPECT_TRUE(has(cudnn, "constexpr int kNbDims = 5;"));
+  EXPECT_TRUE(has(cudnn, "5,  // nb_dims\n")) << cudnn;
+  EXPECT_TRUE(has(cudnn, "{1, 0, 1},  // pad"));
   Program p_k = emit(g, "fp32", {{"direct", 1}});
   const auto& k = p_k.kernels[0];
   EXPECT_TRUE(k.libraries.empty());
@@ -269,10 +317,18 @@ TEST(CodegenLibraryConvTranspose, ThroughBackwardData) {
   Program p_k = emit(g);
   const auto& k = p_k.kernels[0];
   EXPECT_EQ(k.libraries, std::vector<std::string>{"cudnn"});
-  EXPECT_TRUE(has(k.code, "cudnnConvolutionBackwardData(")) << k.code;
-  EXPECT_TRUE(has(k.code, "cudnnFindConvolutionBackwardDataAlgorithmEx"));
-  EXPECT_TRUE(has(k.code, "const int kWeightDims[kNbDims] = {4, 2, 3, 3, 3};"));
-  EXPECT_TRUE(has(k.code, "const int kYDims[kNbDims - 1] = {4, 10, 11, 14};"));
+  EXPECT_TRUE(has(k.code, "1,  // backward_data: the transposed conv is the input-gradient of conv(., w)")) << k.code;
+  EXPECT_TRUE(has(k.code, "{1, 4, 5, 6, 7},  // in_dims"));
+  EXPECT_TRUE(has(k.code, "{4, 2, 3, 3, 3},  // w_dims"));
+  EXPECT_TRUE(has(k.code, "{1, 4, 10, 11, 14},  // out_dims"));
+  EXPECT_TRUE(has(k.code, "{2, 2, 2},  // stride"));
+  EXPECT_EQ(k.launches, 2);
+  Program p_find = emit(g, "fp32", {{"engine", 1}});
+  const auto& find = p_find.kernels[0].code;
+  EXPECT_TRUE(has(find, "cudnnConvolutionBackwardData(")) << find;
+  EXPECT_TRUE(has(find, "cudnnFindConvolutionBackwardDataAlgorithmEx"));
+  EXPECT_TRUE(has(find, "const int kWeightDims[kNbDims] = {4, 2, 3, 3, 3};"));
+  EXPECT_TRUE(has(find, "const int kYDims[kNbDims - 1] = {4, 10, 11, 14};"));
 }
 
 TEST(CodegenLibraryConvTranspose, OutputPaddingPastStrideIsDirect) {

@@ -1,7 +1,42 @@
-// cuDNN handle per device, bound to the caller's stream on every call.
+// cuDNN for generated programs: a handle per device, bound to the caller's stream on every call, and
+// convolutions on cuDNN's backend API that run the engine PyTorch 2.x runs for the same problem.
+//
+// Why the same engine: the reference convolution is torch's, in TF32 by default
+// (torch.backends.cudnn.allow_tf32), and two TF32 engines round differently, by up to a few 1e-3 on
+// KernelBench problems; the upstream tolerance is 1e-4. Our kernels run in the process that runs
+// torch and load the same libcudnn, so the same graph and the same heuristics query give the same
+// engine. kf_cudnn_conv mirrors torch's run_single_conv (aten/src/ATen/native/cudnn/Conv_v8.cpp,
+// heuristics mode, torch.backends.cudnn.benchmark = False):
+//  - one operation: CONVOLUTION_FORWARD for conv, CONVOLUTION_BACKWARD_DATA for conv_transpose
+//    (dx = the transposed conv's output, dy = its input, w unchanged); tensors x, y, w with unique
+//    ids 'x', 'y', 'w', packed strides, the data type of the tensors and the byte alignment of their
+//    addresses (the largest power of two up to 32 that divides them); the convolution descriptor
+//    with compute type, cross-correlation, pre- and post-padding, strides and dilations, and no math
+//    type nor group count (cuDNN derives the groups from the channel counts); alpha 1, beta 0 (float,
+//    double for a double compute type); the graph built with the handle.
+//  - engine configurations from heuristics mode INSTANT (mode B when TORCH_CUDNN_USE_HEURISTIC_MODE_B
+//    is 1, as torch reads it), in cuDNN's order, then those of mode FALLBACK. A configuration is left
+//    out when its engine has the numerical note DOWN_CONVERT_INPUTS, NONDETERMINISTIC when asked to be
+//    deterministic, TENSOR_CORE when asked to be exact (torch with allow_tf32 = False), or when it
+//    is on torch's errata list (below). The first configuration whose plan finalizes, whose
+//    workspace fits (torch would run out of memory instead) and whose execution returns success
+//    computes the result and is cached per kernel, device and alignments, as torch caches it.
+//  - torch adds a bias with a separate elementwise kernel afterwards; so do the emitted kernels.
+// Cached plans are never destroyed (torch leaks its cache too: cuDNN can be unloaded before static
+// destructors run). KFORGE_CUDNN_LOG=1 prints each choice to stderr, in the form of the frontend's
+// plan tags ("ConvFwd_eng0_k2=1_k3=0"), so it can be compared with torch's CUDNN_FRONTEND_LOG_INFO.
 #include <cudnn.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "kforge_runtime.cuh"
 
@@ -17,4 +52,443 @@ extern "C" void* kf_cudnn_handle(KfContext* ctx) {
   }
   if (cudnnSetStream(h, ctx->stream) != CUDNN_STATUS_SUCCESS) return nullptr;
   return h;
+}
+
+namespace kf_cudnn_backend {
+
+using Desc = cudnnBackendDescriptor_t;
+
+// torch's unique ids: the characters 'x', 'y' and 'w'.
+constexpr int64_t kUidX = 'x';
+constexpr int64_t kUidY = 'y';
+constexpr int64_t kUidW = 'w';
+
+// Engines torch refuses (the errata check of Conv_v8.cpp). The cuDNN version range is the one
+// torch was built with (CUDNN_VERSION of its headers), taken here as ours; rules for sm_120 only
+// and a user's CUDNN_ERRATA_JSON_FILE are not mirrored.
+struct Erratum {
+  bool backward_data;
+  int64_t engine;
+  int64_t version_start;  // inclusive
+  int64_t version_end;    // exclusive
+  bool three_d_only;      // applied when x has more than 4 dims
+};
+constexpr Erratum kErrata[] = {
+    {false, 5, 92301, 92400, false},    // torch issue 188288
+    {false, 23, 90800, 91500, true},    // torch issue 163539
+    {true, 23, 8000, INT64_MAX, true},  // ConvBwdData engine 23, 3-d
+};
+
+bool on_errata_list(const KfCudnnConv* conv, int64_t engine) {
+  for (const Erratum& e : kErrata) {
+    if (e.backward_data != (conv->backward_data != 0) || e.engine != engine) continue;
+    if (CUDNN_VERSION < e.version_start || CUDNN_VERSION >= e.version_end) continue;
+    if (e.three_d_only && conv->nb_dims <= 4) continue;
+    return true;
+  }
+  return false;
+}
+
+// Byte alignment of an address as torch computes it (getAlignment): at most 32.
+int64_t alignment_of(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  int64_t align = 1;
+  while (align < 32 && a % static_cast<uintptr_t>(2 * align) == 0) align *= 2;
+  return align;
+}
+
+bool log_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KFORGE_CUDNN_LOG");
+    return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// "<call> failed: <cuDNN's message>", with cuDNN's last detailed message when it has one.
+std::string describe_failure(const char* call, cudnnStatus_t s) {
+  char detail[512];
+  detail[0] = '\0';
+  cudnnGetLastErrorString(detail, sizeof detail);
+  std::string m = std::string(call) + " failed: " + cudnnGetErrorString(s);
+  if (detail[0] != '\0') m += std::string(" (cuDNN's last message: ") + detail + ")";
+  return m;
+}
+
+int fail(const KfCudnnConv* conv, const std::string& what) {
+  return kf_fail(1, "%s: %s", conv->name, what.c_str());
+}
+
+// Returns kf_fail's code from the enclosing function when a cuDNN call fails.
+#define KF_BACKEND_CALL(call)                                    \
+  do {                                                           \
+    const cudnnStatus_t kf_be_status_ = (call);                  \
+    if (kf_be_status_ != CUDNN_STATUS_SUCCESS) {                 \
+      return fail(conv, describe_failure(#call, kf_be_status_)); \
+    }                                                            \
+  } while (0)
+
+// Records the failure in `why` and yields false when a cuDNN call fails (a candidate is dropped).
+#define KF_BACKEND_SOFT(call)                        \
+  do {                                               \
+    const cudnnStatus_t kf_be_status_ = (call);      \
+    if (kf_be_status_ != CUDNN_STATUS_SUCCESS) {     \
+      *why = describe_failure(#call, kf_be_status_); \
+      return false;                                  \
+    }                                                \
+  } while (0)
+
+// Descriptors made together and destroyed together, unless released to the cache.
+class Descs {
+ public:
+  Descs() = default;
+  Descs(const Descs&) = delete;
+  Descs& operator=(const Descs&) = delete;
+  ~Descs() {
+    for (Desc d : all_) (void)cudnnBackendDestroyDescriptor(d);
+  }
+  cudnnStatus_t create(cudnnBackendDescriptorType_t type, Desc* out) {
+    *out = nullptr;
+    const cudnnStatus_t s = cudnnBackendCreateDescriptor(type, out);
+    if (s == CUDNN_STATUS_SUCCESS) all_.push_back(*out);
+    return s;
+  }
+  void release_all() { all_.clear(); }
+  void release(Desc d) {
+    for (size_t i = 0; i < all_.size(); ++i) {
+      if (all_[i] == d) {
+        all_.erase(all_.begin() + static_cast<std::ptrdiff_t>(i));
+        return;
+      }
+    }
+  }
+
+ private:
+  std::vector<Desc> all_;
+};
+
+// A non-virtual tensor with packed strides (torch's fixSizeOneDimStride gives size-1 dims the packed
+// stride too).
+int make_tensor(const KfCudnnConv* conv, Descs& ds, int64_t uid, const int64_t* dims, int64_t align, Desc* t) {
+  const int nb = conv->nb_dims;
+  int64_t strides[5];
+  strides[nb - 1] = 1;
+  for (int i = nb - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+  const cudnnDataType_t type = static_cast<cudnnDataType_t>(conv->data_type);
+  KF_BACKEND_CALL(ds.create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, t));
+  KF_BACKEND_CALL(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
+  KF_BACKEND_CALL(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nb, dims));
+  KF_BACKEND_CALL(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nb, strides));
+  KF_BACKEND_CALL(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  KF_BACKEND_CALL(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+  KF_BACKEND_CALL(cudnnBackendFinalize(*t));
+  return 0;
+}
+
+// The one-operation graph: x, y and w as cuDNN names them, finalized with the handle.
+int make_graph(const KfCudnnConv* conv, cudnnHandle_t handle, Descs& ds, const int64_t align[3], Desc* graph) {
+  const bool bwd = conv->backward_data != 0;
+  // cuDNN's x is the forward conv's input; for backward data it is dx, the transposed conv's output.
+  const int64_t* x_dims = bwd ? conv->out_dims : conv->in_dims;
+  const int64_t* y_dims = bwd ? conv->in_dims : conv->out_dims;
+  Desc x = nullptr, y = nullptr, w = nullptr;
+  int rc = make_tensor(conv, ds, kUidX, x_dims, align[0], &x);
+  if (rc == 0) rc = make_tensor(conv, ds, kUidY, y_dims, align[1], &y);
+  if (rc == 0) rc = make_tensor(conv, ds, kUidW, conv->w_dims, align[2], &w);
+  if (rc != 0) return rc;
+
+  const int64_t spatial = conv->nb_dims - 2;
+  const cudnnDataType_t compute = static_cast<cudnnDataType_t>(conv->compute_type);
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  Desc cd = nullptr;
+  KF_BACKEND_CALL(ds.create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &cd));
+  KF_BACKEND_CALL(cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute));
+  KF_BACKEND_CALL(
+      cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+  KF_BACKEND_CALL(cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial));
+  KF_BACKEND_CALL(
+      cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, spatial, conv->pad));
+  KF_BACKEND_CALL(
+      cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, spatial, conv->pad));
+  KF_BACKEND_CALL(
+      cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial, conv->dilation));
+  KF_BACKEND_CALL(
+      cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, spatial, conv->stride));
+  KF_BACKEND_CALL(cudnnBackendFinalize(cd));
+
+  const bool dbl = compute == CUDNN_DATA_DOUBLE;
+  const float alpha_f = 1.0f, beta_f = 0.0f;
+  const double alpha_d = 1.0, beta_d = 0.0;
+  const cudnnBackendAttributeType_t scalar = dbl ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
+  const void* alpha = dbl ? static_cast<const void*>(&alpha_d) : static_cast<const void*>(&alpha_f);
+  const void* beta = dbl ? static_cast<const void*>(&beta_d) : static_cast<const void*>(&beta_f);
+  Desc op = nullptr;
+  if (bwd) {
+    KF_BACKEND_CALL(ds.create(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, &op));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, scalar, 1, alpha));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, scalar, 1, beta));
+  } else {
+    KF_BACKEND_CALL(ds.create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op));
+    KF_BACKEND_CALL(
+        cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+    KF_BACKEND_CALL(
+        cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));
+    KF_BACKEND_CALL(
+        cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, scalar, 1, alpha));
+    KF_BACKEND_CALL(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, scalar, 1, beta));
+  }
+  KF_BACKEND_CALL(cudnnBackendFinalize(op));
+
+  KF_BACKEND_CALL(ds.create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, graph));
+  KF_BACKEND_CALL(
+      cudnnBackendSetAttribute(*graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
+  KF_BACKEND_CALL(cudnnBackendSetAttribute(*graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
+  KF_BACKEND_CALL(cudnnBackendFinalize(*graph));
+  return 0;
+}
+
+// The engine configurations of one heuristics mode, in cuDNN's order (owned by `ds`).
+bool heuristic_configs(Desc graph, cudnnBackendHeurMode_t mode, Descs& ds, std::vector<Desc>* configs,
+                       std::string* why) {
+  Desc heur = nullptr;
+  KF_BACKEND_SOFT(ds.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
+  KF_BACKEND_SOFT(
+      cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
+  KF_BACKEND_SOFT(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
+  KF_BACKEND_SOFT(cudnnBackendFinalize(heur));
+  int64_t count = 0;
+  KF_BACKEND_SOFT(
+      cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+  std::vector<Desc> all(static_cast<size_t>(count > 0 ? count : 0), nullptr);
+  for (Desc& c : all) KF_BACKEND_SOFT(ds.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &c));
+  int64_t returned = 0;
+  if (count > 0) {
+    KF_BACKEND_SOFT(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                             &returned, all.data()));
+  }
+  all.resize(static_cast<size_t>(returned < count ? returned : count));
+  *configs = all;
+  return true;
+}
+
+// What torch needs to know of a configuration's engine: its global index and numerical notes.
+struct EngineInfo {
+  int64_t index = -1;
+  bool tensor_core = false;
+  bool down_convert = false;
+  bool nondeterministic = false;
+};
+
+bool engine_info(Desc config, Descs& ds, EngineInfo* info, std::string* why) {
+  Desc engine = nullptr;
+  KF_BACKEND_SOFT(ds.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine));
+  int64_t n = 0;
+  KF_BACKEND_SOFT(
+      cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine));
+  KF_BACKEND_SOFT(
+      cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &info->index));
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  int64_t count = 0;
+  KF_BACKEND_SOFT(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                           CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &count, notes));
+  for (int64_t i = 0; i < count && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; ++i) {
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE) info->tensor_core = true;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) info->down_convert = true;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) info->nondeterministic = true;
+  }
+  return true;
+}
+
+// The frontend's plan tag: "ConvFwd_eng<index>" and "_k<knob type>=<choice>" per knob (for logs).
+std::string plan_tag(const KfCudnnConv* conv, Desc config, int64_t engine) {
+  std::string tag = std::string(conv->backward_data ? "ConvBwdData" : "ConvFwd") + "_eng" + std::to_string(engine);
+  Descs ds;
+  std::vector<Desc> knobs(CUDNN_KNOB_TYPE_COUNTS, nullptr);
+  for (Desc& k : knobs) {
+    if (ds.create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &k) != CUDNN_STATUS_SUCCESS) return tag + "_k?";
+  }
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                               CUDNN_KNOB_TYPE_COUNTS, &count, knobs.data()) != CUDNN_STATUS_SUCCESS) {
+    return tag + "_k?";
+  }
+  for (int64_t i = 0; i < count && i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
+    cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_COUNTS;
+    int64_t choice = -2, n = 0;
+    const Desc k = knobs[static_cast<size_t>(i)];
+    if (cudnnBackendGetAttribute(k, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(k, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &choice) !=
+            CUDNN_STATUS_SUCCESS) {
+      return tag + "_k?";
+    }
+    tag += "_k" + std::to_string(static_cast<int>(type)) + "=" + std::to_string(choice);
+  }
+  return tag;
+}
+
+// A finalized execution plan for one configuration, and its workspace size.
+bool make_plan(cudnnHandle_t handle, Desc config, Descs& ds, Desc* plan, int64_t* workspace, std::string* why) {
+  KF_BACKEND_SOFT(ds.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan));
+  KF_BACKEND_SOFT(cudnnBackendSetAttribute(*plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
+  KF_BACKEND_SOFT(cudnnBackendSetAttribute(*plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config));
+  KF_BACKEND_SOFT(cudnnBackendFinalize(*plan));
+  int64_t n = 0;
+  KF_BACKEND_SOFT(
+      cudnnBackendGetAttribute(*plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, workspace));
+  return true;
+}
+
+// One execution: the variant pack binds 'x', 'y', 'w' to the buffers (torch's order) and the workspace.
+bool execute(cudnnHandle_t handle, Desc plan, int64_t workspace, KfContext* ctx, const KfCudnnConv* conv,
+             const void* in, const void* w, void* out, std::string* why) {
+  const bool bwd = conv->backward_data != 0;
+  void* ptrs[3] = {bwd ? out : const_cast<void*>(in), bwd ? const_cast<void*>(in) : out, const_cast<void*>(w)};
+  const int64_t uids[3] = {kUidX, kUidY, kUidW};
+  void* ws = workspace > 0 ? ctx->workspace : nullptr;
+  Descs ds;
+  Desc pack = nullptr;
+  KF_BACKEND_SOFT(ds.create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
+  KF_BACKEND_SOFT(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
+  KF_BACKEND_SOFT(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs));
+  KF_BACKEND_SOFT(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
+  KF_BACKEND_SOFT(cudnnBackendFinalize(pack));
+  KF_BACKEND_SOFT(cudnnBackendExecute(handle, plan, pack));
+  return true;
+}
+
+struct Key {
+  const KfCudnnConv* conv;
+  int device;
+  int64_t align_x, align_y, align_w;
+  bool operator<(const Key& o) const {
+    return std::tie(conv, device, align_x, align_y, align_w) <
+           std::tie(o.conv, o.device, o.align_x, o.align_y, o.align_w);
+  }
+};
+
+struct Chosen {
+  Desc plan = nullptr;
+  int64_t workspace = 0;
+};
+
+// Finds torch's engine for this convolution and runs it once (that run is the call's result).
+int choose_and_run(cudnnHandle_t handle, KfContext* ctx, const KfCudnnConv* conv, const int64_t align[3],
+                   const void* in, const void* w, void* out, Chosen* chosen) {
+  Descs graph_ds;
+  Desc graph = nullptr;
+  const int rc = make_graph(conv, handle, graph_ds, align, &graph);
+  if (rc != 0) return rc;
+
+  const char* mode_b = std::getenv("TORCH_CUDNN_USE_HEURISTIC_MODE_B");
+  const bool use_b = mode_b != nullptr && std::strcmp(mode_b, "1") == 0;
+  const cudnnBackendHeurMode_t modes[2] = {use_b ? CUDNN_HEUR_MODE_B : CUDNN_HEUR_MODE_INSTANT,
+                                           CUDNN_HEUR_MODE_FALLBACK};
+  const char* mode_names[2] = {use_b ? "B" : "instant", "fallback"};
+  std::string last = "no engine configurations";
+  int tried = 0;
+  for (int m = 0; m < 2; ++m) {
+    Descs cfg_ds;
+    std::vector<Desc> configs;
+    std::string why;
+    if (!heuristic_configs(graph, modes[m], cfg_ds, &configs, &why)) {
+      last = std::string("heuristics ") + mode_names[m] + ": " + why;
+      if (log_enabled()) std::fprintf(stderr, "kforge cudnn: %s: %s\n", conv->name, last.c_str());
+      continue;
+    }
+    for (size_t i = 0; i < configs.size(); ++i) {
+      Descs plan_ds;
+      EngineInfo info;
+      if (!engine_info(configs[i], plan_ds, &info, &why)) {
+        last = why;
+        continue;
+      }
+      if (info.down_convert || (conv->deterministic && info.nondeterministic) || (conv->exact && info.tensor_core)) {
+        continue;
+      }
+      if (on_errata_list(conv, info.index)) continue;
+      ++tried;
+      Desc plan = nullptr;
+      int64_t workspace = 0;
+      bool ok = make_plan(handle, configs[i], plan_ds, &plan, &workspace, &why);
+      if (ok && workspace > 0 && static_cast<uint64_t>(workspace) > ctx->workspace_bytes) {
+        why = "needs " + std::to_string(workspace) + " bytes of workspace, " + std::to_string(ctx->workspace_bytes) +
+              " reserved";
+        ok = false;
+      }
+      if (ok && !execute(handle, plan, workspace, ctx, conv, in, w, out, &why)) {
+        (void)cudaGetLastError();  // a failed launch inside cuDNN must not surface at the next kernel
+        ok = false;
+      }
+      if (!ok) {
+        last = "engine " + std::to_string(info.index) + ": " + why;
+        if (log_enabled()) std::fprintf(stderr, "kforge cudnn: %s: skipped %s\n", conv->name, last.c_str());
+        continue;
+      }
+      if (log_enabled()) {
+        std::fprintf(stderr, "kforge cudnn: %s: %s, workspace %lld bytes, heuristics %s, configuration %zu\n",
+                     conv->name, plan_tag(conv, configs[i], info.index).c_str(), static_cast<long long>(workspace),
+                     mode_names[m], i);
+      }
+      plan_ds.release_all();
+      cfg_ds.release(configs[i]);
+      graph_ds.release_all();
+      chosen->plan = plan;
+      chosen->workspace = workspace;
+      return 0;
+    }
+  }
+  return fail(conv, "no cuDNN engine ran this convolution (" + std::to_string(tried) + " tried; last: " + last + ")");
+}
+
+#undef KF_BACKEND_SOFT
+#undef KF_BACKEND_CALL
+
+}  // namespace kf_cudnn_backend
+
+extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void* in, const void* w, void* out) {
+  using namespace kf_cudnn_backend;
+  if (conv->nb_dims < 4 || conv->nb_dims > 5) {
+    return kf_fail(1, "%s: cuDNN convolutions take 4-d or 5-d tensors, not %d-d", conv->name, conv->nb_dims);
+  }
+  // x is written by backward data (dx), read by forward; alignments in x, y, w order as torch keys them.
+  const bool bwd = conv->backward_data != 0;
+  const int64_t align[3] = {alignment_of(bwd ? out : in), alignment_of(bwd ? in : out), alignment_of(w)};
+  static std::mutex mu;
+  static std::map<Key, Chosen>* cache = new std::map<Key, Chosen>();  // never freed, like torch's
+  // One caller at a time: cuDNN does not promise that an execution plan is safe across threads, and
+  // the handle is bound to this caller's stream until its work is queued.
+  std::lock_guard<std::mutex> lock(mu);
+  cudnnHandle_t handle = static_cast<cudnnHandle_t>(kf_cudnn_handle(ctx));
+  if (handle == nullptr) return kf_fail(1, "%s: no cuDNN handle for device %d", conv->name, ctx->device);
+  const Key key{conv, ctx->device, align[0], align[1], align[2]};
+  auto it = cache->find(key);
+  if (it == cache->end()) {
+    Chosen chosen;
+    const int rc = choose_and_run(handle, ctx, conv, align, in, w, out, &chosen);
+    if (rc == 0) cache->emplace(key, chosen);
+    return rc;
+  }
+  const Chosen& c = it->second;
+  if (static_cast<uint64_t>(c.workspace) > ctx->workspace_bytes) {
+    return kf_fail(2, "%s: the cuDNN plan needs %lld bytes of workspace, %zu given", conv->name,
+                   static_cast<long long>(c.workspace), ctx->workspace_bytes);
+  }
+  std::string why;
+  if (!execute(handle, c.plan, c.workspace, ctx, conv, in, w, out, &why)) {
+    return kf_fail(1, "%s: %s", conv->name, why.c_str());
+  }
+  return 0;
 }

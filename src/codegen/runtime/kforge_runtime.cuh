@@ -21,6 +21,29 @@ extern "C" int kf_fail(int code, const char* fmt, ...);
 extern "C" void* kf_cublas_handle(KfContext* ctx);
 extern "C" void* kf_cudnn_handle(KfContext* ctx);
 
+// A convolution for kf_cudnn_conv (kforge_cudnn.cu): cuDNN's backend API with the engine PyTorch 2.x
+// picks for the same problem. Plain values (cudnnDataType_t as int), one static instance per kernel:
+// its address keys the plan cache.
+struct KfCudnnConv {
+  const char* name;       // the kernel's name, for messages
+  int backward_data;      // 0: out = conv(in, w), cuDNN forward; 1: out = conv_transpose(in, w), backward data
+  int data_type;          // cudnnDataType_t of in, w and out
+  int compute_type;       // cudnnDataType_t of the accumulation (CUDNN_DATA_FLOAT for fp32, fp16, bf16)
+  int exact;              // 1: only engines without the tensor-core note (torch with allow_tf32 = False)
+  int deterministic;      // 1: no engines with the nondeterministic note (torch.backends.cudnn.deterministic)
+  int nb_dims;            // 4 or 5: N, C and 2 or 3 spatial dims (a 1-d conv comes as 2-d with height 1)
+  int64_t in_dims[5];     // the op's input [N, C_in, spatial...], packed
+  int64_t w_dims[5];      // conv [C_out, C_in/groups, k...]; conv_transpose [C_in, C_out/groups, k...]
+  int64_t out_dims[5];    // the op's output [N, C_out, spatial...], packed
+  int64_t pad[3];         // per spatial dim, both sides
+  int64_t stride[3];
+  int64_t dilation[3];
+};
+// Runs `conv` on ctx->stream with ctx->workspace. The first call per device and operand alignments
+// chooses the engine (running candidates in torch's order until one succeeds); later calls run the
+// cached plan. 0 on success, else kf_fail's code.
+extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void* in, const void* w, void* out);
+
 #define KF_CUDA(call)                                                                                   \
   do {                                                                                                  \
     cudaError_t kf_e_ = (call);                                                                         \
