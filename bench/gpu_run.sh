@@ -33,7 +33,7 @@ timeout $((t_kb + 60)) .gpu/kforge bench --suite .gpu/kb --protocol kernelbench 
   > "$OUT/bench-kernelbench.txt" 2> "$OUT/bench-kernelbench.log" &
 kb=$!
 xdist=""; $KFORGE_PYTHON -c "import xdist" 2>/dev/null && xdist="-n 3"
-timeout 170 $KFORGE_PYTHON -m pytest -q -p no:cacheprovider -rs $xdist tests/gpu > "$OUT/gpu-tests.txt" 2>&1
+timeout 150 $KFORGE_PYTHON -m pytest -q -p no:cacheprovider -rs $xdist tests/gpu > "$OUT/gpu-tests.txt" 2>&1
 echo "gpu tests: exit $?"; tail -4 "$OUT/gpu-tests.txt"
 wait $kb; echo "kernelbench bench: exit $?"
 pkill -9 -f kforge.harness
