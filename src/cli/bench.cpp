@@ -267,6 +267,7 @@ class BenchRun {
  private:
   void build_loop();
   void verify_loop();
+  void reverify_alone();
   void profile_all();
   void progress(const BenchRecord& r, const std::string& what);
   bool past_time_limit() const {
@@ -380,6 +381,29 @@ void BenchRun::verify_loop() {
   }
 }
 
+// Parallel workers share the GPU's memory, so a big problem can run out of it only because its
+// neighbours hold theirs. Those candidates are verified again one at a time, the GPU to themselves:
+// only a candidate that runs out of memory alone keeps resource_exhausted.
+void BenchRun::reverify_alone() {
+  sandbox::HarnessWorker worker;
+  for (auto& r : records_) {
+    if (r.skipped || r.result.outcome != sandbox::Outcome::kResourceExhausted) continue;
+    if (past_time_limit()) return;
+    sandbox::EvalRequest req;
+    req.problem = r.problem.path;
+    req.candidate = r.out_dir / "model_new.py";
+    req.protocol = protocol_.name;
+    req.precompile = args_.profile;
+    req.timeout_seconds = 300;
+    auto res = worker.evaluate(req);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (res.is_ok()) r.result = std::move(res).value();
+    progress(r, std::string("verify alone: ") + sandbox::outcome_name(r.result.outcome) +
+                    (r.result.outcome == sandbox::Outcome::kOk ? "" : " " + r.result.message.substr(0, 100)));
+    save();
+  }
+}
+
 void BenchRun::profile_all() {
   sandbox::HarnessWorker worker;
   for (auto& r : records_) {
@@ -479,6 +503,7 @@ int BenchRun::run() {
     for (int i = 0; i < args_.workers; ++i) threads.emplace_back([this] { verify_loop(); });
   }
   for (auto& t : threads) t.join();
+  if (device_ == "cuda") reverify_alone();
   if (device_ == "cuda" && args_.profile) profile_all();
   {
     std::lock_guard<std::mutex> lock(mu_);
