@@ -153,7 +153,9 @@ def verify(ref_mod, cand_mod, protocol, device, seeds=None):
 
 
 def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compile=True):
-    """Times candidate, eager and torch.compile interleaved, L2 flushed before each trial."""
+    """Times candidate, eager and torch.compile interleaved, L2 flushed before each trial. The
+    candidate is timed twice per trial (`candidate_repeat`): the two medians differ only by noise,
+    which is how stable the timing is."""
     import torch
     ref, cand = build_models(ref_mod, cand_mod, protocol, device)
     inputs = seeded_inputs(ref_mod, 7, device)
@@ -167,6 +169,7 @@ def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compi
         torch.cuda.synchronize(device)
         compile_s = time.time() - t0
         variants["compile"] = compiled
+    variants["candidate_repeat"] = cand
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=device)
     times = {k: [] for k in variants}
     with torch.no_grad():

@@ -146,6 +146,7 @@ OrderedJson record_json(const BenchRecord& r) {
   j["t_candidate_ms"] = optional_ms(e.t_candidate);
   j["t_eager_ms"] = optional_ms(e.t_eager);
   j["t_compile_ms"] = optional_ms(e.t_compile);
+  j["t_candidate_repeat_ms"] = optional_ms(e.t_candidate_repeat);
   j["t_floor_ms"] = optional_ms(r.floor_seconds);
   j["t_predicted_ms"] = optional_ms(r.predicted_seconds);
   j["max_abs_err"] = e.max_abs_err ? OrderedJson(*e.max_abs_err) : OrderedJson(nullptr);
@@ -174,6 +175,7 @@ OrderedJson metrics_json(const sandbox::SuiteMetrics& m) {
   j["speedup_vs_compile"] = opt(m.speedup_vs_compile);
   j["median_floor_over_t"] = opt(m.median_floor_ratio);
   j["mean_reward"] = opt(m.mean_reward);
+  j["max_repeat_diff"] = opt(m.max_repeat_diff);
   j["predicted"] = m.predicted;
   return j;
 }
@@ -220,6 +222,13 @@ std::string fixed2(const std::optional<double>& v) {
   return buf;
 }
 
+std::string percent_1(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * *v);
+  return buf;
+}
+
 std::vector<std::string> summary_row(const std::string& level, const sandbox::SuiteMetrics& m) {
   return {level,
           std::to_string(m.problems),
@@ -231,12 +240,13 @@ std::vector<std::string> summary_row(const std::string& level, const sandbox::Su
           times(m.speedup_vs_eager),
           times(m.speedup_vs_compile),
           times(m.median_floor_ratio),
-          fixed2(m.mean_reward)};
+          fixed2(m.mean_reward),
+          percent_1(m.max_repeat_diff)};
 }
 
 std::string summary_table(const std::vector<BenchRecord>& records) {
   Table t({"level", "problems", "built", "correct", "pass", "faster>eager", "faster>compile", "speedup/eager",
-           "speedup/compile", "floor/t", "reward"});
+           "speedup/compile", "floor/t", "reward", "noise"});
   auto levels = by_level(records);
   for (const auto& [level, rs] : levels) {
     if (level != "all") t.add_row(summary_row(level, metrics_of(rs)));
@@ -431,6 +441,7 @@ void BenchRun::profile_all() {
     r.result.t_candidate = res->t_candidate;
     r.result.t_eager = res->t_eager;
     r.result.t_compile = res->t_compile;
+    r.result.t_candidate_repeat = res->t_candidate_repeat;
     r.result.samples = res->samples;
     char line[160];
     std::snprintf(line, sizeof line, "candidate %s  eager %s  compile %s  reward %d",
@@ -541,7 +552,8 @@ int BenchRun::run() {
               << " s: left out of the table and the JSON\n";
   std::cout << summary_table(records_);
   std::cout << "pass = correct / problems; faster>X = correct and faster than X / problems; speedup = geometric "
-               "mean of t_X / t over correct problems; floor/t = median cost-model floor over candidate time\n";
+               "mean of t_X / t over correct problems; floor/t = median cost-model floor over candidate time; noise = "
+               "largest difference between two timings of the same candidate in the run\n";
   std::cout << "wrote " << (out_ / "bench.json").string();
   if (!args_.json_out.empty()) std::cout << " and " << args_.json_out;
   std::cout << "\n";

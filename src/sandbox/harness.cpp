@@ -62,6 +62,7 @@ EvalResult result_from_harness_json(const Json& j, const std::string& protocol) 
   r.t_candidate = number_or_null(j, "t_candidate");
   r.t_eager = number_or_null(j, "t_eager");
   r.t_compile = number_or_null(j, "t_compile");
+  r.t_candidate_repeat = number_or_null(j, "t_candidate_repeat");
   r.samples = j.value("samples", 0);
   if (j.contains("profile_error") && j["profile_error"].is_string())
     r.message += (r.message.empty() ? "" : "; ") + std::string("profile: ") + j["profile_error"].get<std::string>();

@@ -20,6 +20,7 @@ struct SuiteMetrics {
   std::optional<double> speedup_vs_compile;   // same against torch.compile
   std::optional<double> median_floor_ratio;   // median of t_floor / t (cost model floor over candidate time)
   std::optional<double> mean_reward;          // milestone reward, averaged where defined
+  std::optional<double> max_repeat_diff;      // max over timed problems of |t_repeat - t| / t: timing noise
   bool predicted = false;                     // any result predicted: no correctness, no speed claims
 };
 

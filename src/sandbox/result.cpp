@@ -45,6 +45,7 @@ OrderedJson result_to_json(const EvalResult& r) {
   j["t_candidate"] = opt(r.t_candidate);
   j["t_eager"] = opt(r.t_eager);
   j["t_compile"] = opt(r.t_compile);
+  if (r.t_candidate_repeat) j["t_candidate_repeat"] = *r.t_candidate_repeat;
   j["samples"] = r.samples;
   j["protocol"] = r.protocol;
   j["device"] = r.device;

@@ -21,12 +21,13 @@ struct EvalResult {
   std::optional<double> t_candidate;  // seconds (median when measured)
   std::optional<double> t_eager;
   std::optional<double> t_compile;
-  int samples = 0;            // timed trials per variant (0 when predicted)
-  std::string protocol;       // "cuda-agent" or "kernelbench"
-  std::string device;         // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
-  std::string torch_version;  // of the process that measured (empty when predicted)
-  bool predicted = true;      // times come from the cost model, correctness is unverified
-  std::string message;        // the compiler's or the harness's words on a failure
+  std::optional<double> t_candidate_repeat;  // the candidate timed a second time in the same run (noise)
+  int samples = 0;                           // timed trials per variant (0 when predicted)
+  std::string protocol;                      // "cuda-agent" or "kernelbench"
+  std::string device;                        // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
+  std::string torch_version;                 // of the process that measured (empty when predicted)
+  bool predicted = true;                     // times come from the cost model, correctness is unverified
+  std::string message;                       // the compiler's or the harness's words on a failure
 };
 
 OrderedJson result_to_json(const EvalResult& r);

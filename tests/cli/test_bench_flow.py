@@ -27,7 +27,8 @@ for line in sys.stdin:
             ans = {"outcome": "resource_exhausted", "message": "CUDA out of memory"}
     if req["profile"]:
         fast = name.startswith("19_")
-        ans.update(t_candidate=0.001 if fast else 0.003, t_eager=0.002, t_compile=0.0025, samples=req["trials"])
+        t = 0.001 if fast else 0.003
+        ans.update(t_candidate=t, t_candidate_repeat=t * 1.01, t_eager=0.002, t_compile=0.0025, samples=req["trials"])
     print(json.dumps(ans), flush=True)
 '''
 
@@ -60,6 +61,7 @@ def test_bench_gpu_flow_with_a_stand_in_harness(tmp_path):
     assert s["problems"] == 4 and s["correct"] == 3 and abs(s["pass_rate"] - 3 / 4) < 1e-9
     assert abs(s["faster_than_eager"] - 1 / 4) < 1e-9 and abs(s["faster_than_compile"] - 1 / 4) < 1e-9
     assert abs(s["speedup_vs_eager"] - (2 * (2 / 3) ** 2) ** (1 / 3)) < 1e-9
+    assert abs(s["max_repeat_diff"] - 0.01) < 1e-9 and by["19_ReLU"]["t_candidate_repeat_ms"] == 1.01
     assert "level1/20_LeakyReLU: wrong_answer" in r.stdout
     assert "Stand-in GPU" in r.stdout
 
