@@ -24,7 +24,8 @@ struct CommonOptions {
 };
 
 // The default planner's options from the common flags.
-skills::DefaultPlanOptions plan_options(const CommonOptions& c, const std::string& precision = "fp32");
+// An explicit precision ("fp32", "tf32", "3xtf32") is kept as given: the precision skills stay out.
+skills::DefaultPlanOptions plan_options(const CommonOptions& c, const std::string& precision = "");
 
 struct ImportArgs {
   std::string problem;
@@ -34,9 +35,9 @@ struct ImportArgs {
 int run_import(const ImportArgs& a);
 
 struct PlanArgs {
-  std::string input;  // problem .py or graph .json
-  std::string out;    // empty: stdout
-  std::string precision = "fp32";
+  std::string input;      // problem .py or graph .json
+  std::string out;        // empty: stdout
+  std::string precision;  // empty: fp32, and the precision skills decide
   CommonOptions common;
 };
 int run_plan(const PlanArgs& a);

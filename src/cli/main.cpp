@@ -33,7 +33,9 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "make the first schedule (one kernel per op) for a problem or graph");
   plan->add_option("input", plan_args.input, "problem (.py) or graph (.json)")->required();
   plan->add_option("-o,--out", plan_args.out, "write the schedule here (default: stdout)");
-  plan->add_option("--precision", plan_args.precision, "contraction precision: fp32, tf32 or 3xtf32")
+  plan->add_option("--precision", plan_args.precision,
+                   "contraction precision: fp32, tf32 or 3xtf32 (default: fp32, TF32 where the protocol's tolerance "
+                   "allows it)")
       ->check(CLI::IsMember({"fp32", "tf32", "3xtf32"}));
   add_common(plan, plan_args.common);
 

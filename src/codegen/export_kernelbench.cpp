@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "base/json.h"
+#include "codegen/model_new.h"
 
 namespace kforge::codegen {
 
@@ -234,59 +235,6 @@ std::vector<std::string> strict_rule_violations(const std::string& text) {
 
 // ---- the Python side ----
 
-std::string py_shape(const ir::Shape& s) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t i = 0; i < s.size(); ++i) os << s[i] << (s.size() == 1 || i + 1 < s.size() ? ", " : "");
-  os << ")";
-  return os.str();
-}
-
-std::string py_dtype(const ir::Graph& g, ir::ValueIndex v) {
-  return "torch." + std::string(ir::dtype_name(g.type(v).dtype));
-}
-
-std::string py_tensor_specs(const ir::Graph& g, const std::vector<ir::ValueIndex>& values) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    os << (i ? ", " : "") << "(" << py_shape(g.type(values[i]).shape) << ", " << py_dtype(g, values[i]) << ")";
-  }
-  os << "]";
-  return os.str();
-}
-
-// forward's arguments: (input index, name, None) for a tensor, (None, name, value) for a constant.
-std::string py_forward_args(const ir::Graph& g) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < g.forward_args.size(); ++i) {
-    const auto& a = g.forward_args[i];
-    os << (i ? ", " : "") << "(";
-    if (a.input != ir::kNoValue) {
-      os << g.value(a.input).owner << ", " << Json(a.name).dump() << ", None";
-    } else {
-      std::string v = a.constant.is_boolean() ? (a.constant.get<bool>() ? "True" : "False") : a.constant.dump();
-      os << "None, " << Json(a.name).dump() << ", " << v;
-    }
-    os << ")";
-  }
-  os << "]";
-  return os.str();
-}
-
-std::string py_params(const ir::Graph& g) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < g.params().size(); ++i) {
-    const auto& pr = g.params()[i];
-    os << (i ? ", " : "") << "(" << Json(pr.path).dump() << ", " << (pr.is_buffer ? "True" : "False") << ", "
-       << py_shape(g.type(pr.value).shape) << ", " << py_dtype(g, pr.value) << ")";
-  }
-  os << "]";
-  return os.str();
-}
-
 std::string py_string_list(const std::vector<std::string>& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + Json(items[i]).dump();
@@ -298,8 +246,6 @@ std::string py_build_section(const ir::Graph& g, const Program& p, const std::st
   std::vector<std::string> ldflags;
   for (const auto& lib : p.libraries) ldflags.push_back("-l" + lib);
   const std::string module = "kforge_" + identifier(p.name) + "_" + content_hash(cuda + cpp).substr(0, 16);
-  std::vector<ir::ValueIndex> ins, outs(g.outputs().begin(), g.outputs().end());
-  for (const auto& in : g.inputs()) ins.push_back(in.value);
   std::ostringstream os;
   os << "import torch\n"
      << "from torch.utils.cpp_extension import load_inline\n\n"
@@ -319,53 +265,13 @@ std::string py_build_section(const ir::Graph& g, const Program& p, const std::st
      << "    extra_ldflags=" << py_string_list(ldflags) << ",\n"
      << "    verbose=False,\n"
      << ")\n\n"
-     << "_KF_INPUTS = " << py_tensor_specs(g, ins) << "\n"
-     << "_KF_ARGS = " << py_forward_args(g) << "  # (input index, name, None) or (None, name, constant)\n"
-     << "_KF_PARAMS = " << py_params(g) << "  # (path, is_buffer, shape, dtype)\n"
-     << "_KF_OUTPUTS = " << py_tensor_specs(g, outs) << "\n"
-     << "_KF_SCRATCH_BYTES = " << p.buffers.total_bytes() << "\n\n\n";
+     << model_new_tables(g, p) << "\n\n";
   return os.str();
 }
 
 std::string py_model_new_section() {
-  return R"PY(def _kf_check(kind, name, t, shape, dtype, device):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError("kforge ModelNew: %s %s must be a tensor, got %s" % (kind, name, type(t).__name__))
-    if tuple(t.shape) != shape or t.dtype != dtype:
-        raise ValueError("kforge ModelNew: %s %s is %s%s, but the kernels were built for %s%s; export again for "
-                         "the new shape" % (kind, name, t.dtype, tuple(t.shape), dtype, shape))
-    if t.device != device or not t.is_contiguous():
-        raise ValueError("kforge ModelNew: %s %s must be a contiguous tensor on %s" % (kind, name, device))
-
-
-class ModelNew(Model):
-    """Model with its forward replaced by kforge's kernels, compiled above with load_inline."""
-
-    def forward(self, *args):
-        if len(args) != len(_KF_ARGS):
-            raise TypeError("kforge ModelNew: forward takes %d arguments, got %d" % (len(_KF_ARGS), len(args)))
-        inputs = [None] * len(_KF_INPUTS)
-        for a, (index, name, constant) in zip(args, _KF_ARGS):
-            if index is not None:
-                inputs[index] = a
-            elif a != constant:
-                raise ValueError("kforge ModelNew: the kernels were built for %s = %r, got %r; export again for "
-                                 "the new value" % (name, constant, a))
-        device = inputs[0].device if inputs else torch.device("cuda", torch.cuda.current_device())
-        if device.type != "cuda":
-            raise ValueError("kforge ModelNew: inputs must be on a CUDA device, got " + str(device))
-        for i, (t, (shape, dtype)) in enumerate(zip(inputs, _KF_INPUTS)):
-            _kf_check("input", str(i), t, shape, dtype, device)
-        params = []
-        for path, is_buffer, shape, dtype in _KF_PARAMS:
-            t = self.get_buffer(path) if is_buffer else self.get_parameter(path)
-            _kf_check("parameter", path, t, shape, dtype, device)
-            params.append(t)
-        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in _KF_OUTPUTS]
-        scratch = torch.empty(max(_KF_SCRATCH_BYTES, 1), dtype=torch.uint8, device=device)
-        _kf_extension.kforge_run(inputs, params, outputs, scratch)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
-)PY";
+  return model_new_class("Model with its forward replaced by kforge's kernels, compiled above with load_inline.",
+                         "        _kf_extension.kforge_run(inputs, params, outputs, scratch)\n", "export again");
 }
 
 // Names the library calls of a program without a __global__ kernel, for the message.

@@ -1,4 +1,5 @@
-// model_new.py: a KernelBench-compatible ModelNew that runs a built program library via ctypes.
+// model_new.py: a KernelBench-compatible ModelNew that runs a built program library via ctypes; and
+// the Python pieces every ModelNew file kforge writes shares (the export's too).
 #pragma once
 
 #include <string>
@@ -11,5 +12,14 @@ struct Program;
 struct ProgramOptions;
 
 std::string model_new_source(const ir::Graph& g, const Program& p, const ProgramOptions& options);
+
+// The interface tables: _KF_INPUTS, _KF_ARGS, _KF_PARAMS, _KF_OUTPUTS, _KF_SCRATCH_BYTES.
+std::string model_new_tables(const ir::Graph& g, const Program& p);
+
+// _kf_check and `class ModelNew(Model)`, whose forward checks its arguments against the tables,
+// allocates the outputs and the scratch buffer (torch.empty) and then runs `call`: Python
+// statements, indented by 8 spaces, that run the program on `inputs`, `params`, `outputs` and
+// `scratch`. `rebuild` says how to rebuild in messages ("rebuild", "export again").
+std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild);
 
 }  // namespace kforge::codegen

@@ -44,6 +44,7 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
 Schedule plan_one_kernel_per_op(const ir::Graph& g, const PlanOptions& options) {
   Schedule s;
   s.precision = options.precision;
+  s.tolerance = options.tolerance;
   for (size_t n = 0; n < g.nodes().size(); ++n) {
     const ir::Node& node = g.nodes()[n];
     auto d = default_strategy(g, node);

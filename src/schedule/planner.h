@@ -7,6 +7,7 @@ namespace kforge::schedule {
 
 struct PlanOptions {
   std::string precision = "fp32";
+  double tolerance = 1e-4;  // the protocol's atol = rtol: what precision skills may spend
 };
 
 // The strategy (code template) the first planner gives a node, and whether it is a library call.

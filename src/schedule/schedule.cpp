@@ -43,6 +43,7 @@ Status check_schedule(const ir::Graph& g, const Schedule& s) {
       }
     }
   }
+  if (!(s.tolerance > 0)) return invalid_argument("tolerance must be positive");
   if (s.precision != "fp32" && s.precision != "tf32" && s.precision != "3xtf32") {
     return invalid_argument("precision must be fp32, tf32 or 3xtf32, not '" + s.precision + "'");
   }

@@ -38,6 +38,7 @@ struct Kernel {
 struct Schedule {
   std::vector<Kernel> kernels;       // in execution order
   std::string precision = "fp32";    // contractions: fp32 (exact), tf32, 3xtf32
+  double tolerance = 1e-4;           // the verification tolerance (atol = rtol) the schedule must keep
   bool cuda_graph = false;           // capture the whole forward into one CUDA graph
   std::vector<std::string> applied;  // the skills applied to reach this schedule, in order (for people)
 };

@@ -8,6 +8,7 @@ OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s) {
   j["format"] = "kforge.schedule/1";
   j["graph"] = g.name;
   j["precision"] = s.precision;
+  j["tolerance"] = s.tolerance;
   j["cuda_graph"] = s.cuda_graph;
   j["applied"] = s.applied;
   j["kernels"] = OrderedJson::array();
@@ -34,6 +35,7 @@ StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const s
   }
   Schedule s;
   s.precision = j.value("precision", "fp32");
+  s.tolerance = j.value("tolerance", 1e-4);
   s.cuda_graph = j.value("cuda_graph", false);
   for (const auto& a : j.value("applied", Json::array())) {
     if (a.is_string()) s.applied.push_back(a.get<std::string>());

@@ -1,0 +1,87 @@
+// tf32_contractions and cudnn_fastest_engine: legality from the schedule's tolerance.
+#include "skills/precision.h"
+
+#include <cstdio>
+
+namespace kforge::skills {
+
+namespace {
+
+bool is_cublas(const schedule::Kernel& k) {
+  return k.impl == schedule::Impl::kLibrary && (k.strategy == "cublas_gemm" || k.strategy == "cublas_attention");
+}
+
+bool is_cudnn_conv(const schedule::Kernel& k) {
+  return k.impl == schedule::Impl::kLibrary && (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose");
+}
+
+std::string tolerance_text(double t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", t);
+  return buf;
+}
+
+Status tolerance_allows_tf32(const schedule::Schedule& s, const char* skill) {
+  if (s.tolerance >= kTf32MinTolerance) return Status::ok();
+  return invalid_argument(std::string(skill) + ": the tolerance " + tolerance_text(s.tolerance) +
+                          " is below what TF32 needs (" + tolerance_text(kTf32MinTolerance) +
+                          "); use the cuda-agent protocol, or keep exact fp32");
+}
+
+}  // namespace
+
+std::vector<Site> tf32_contractions_sites(const ir::Graph& g, const schedule::Schedule& s) {
+  if (s.tolerance < kTf32MinTolerance || s.precision != "fp32") return {};
+  Site site;
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    if (!is_cublas(s.kernels[k])) continue;
+    const ir::Node& root = g.nodes()[static_cast<size_t>(s.kernels[k].root())];
+    if (g.type(root.output).dtype != ir::DType::kFloat32) continue;  // TF32 is a float32 mode
+    site.kernels.push_back(static_cast<int>(k));
+  }
+  if (site.kernels.empty()) return {};
+  site.what = "TF32 tensor cores for " + std::to_string(site.kernels.size()) + " cuBLAS kernels";
+  return {site};
+}
+
+StatusOr<schedule::Schedule> tf32_contractions(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
+  KF_RETURN_IF_ERROR(tolerance_allows_tf32(s, "tf32_contractions"));
+  if (s.precision != "fp32") return invalid_argument("tf32_contractions: the precision is already " + s.precision);
+  if (tf32_contractions_sites(g, s).empty())
+    return invalid_argument("tf32_contractions: no float32 cuBLAS kernel to run in TF32");
+  schedule::Schedule out = s;
+  out.precision = "tf32";
+  out.applied.push_back("tf32_contractions: " + site.what);
+  return out;
+}
+
+std::vector<Site> cudnn_fastest_engine_sites(const ir::Graph& g, const schedule::Schedule& s) {
+  std::vector<Site> out;
+  if (s.tolerance < kTf32MinTolerance) return out;
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const auto& kernel = s.kernels[k];
+    if (!is_cudnn_conv(kernel) || kernel.knob("engine", 0) != 0 || kernel.knob("direct", 0) != 0) continue;
+    Site site;
+    site.kernels = {static_cast<int>(k)};
+    site.what = "cudnnFind's fastest engine for " + kernel.name;
+    out.push_back(std::move(site));
+  }
+  (void)g;
+  return out;
+}
+
+StatusOr<schedule::Schedule> cudnn_fastest_engine(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
+  KF_RETURN_IF_ERROR(tolerance_allows_tf32(s, "cudnn_fastest_engine"));
+  if (site.kernels.size() != 1 || site.kernels[0] < 0 || site.kernels[0] >= static_cast<int>(s.kernels.size()))
+    return invalid_argument("cudnn_fastest_engine takes one convolution kernel");
+  const auto& kernel = s.kernels[static_cast<size_t>(site.kernels[0])];
+  if (!is_cudnn_conv(kernel) || kernel.knob("engine", 0) != 0 || kernel.knob("direct", 0) != 0)
+    return invalid_argument("cudnn_fastest_engine: " + kernel.name + " is not a cuDNN convolution on PyTorch's engine");
+  schedule::Schedule out = s;
+  out.kernels[static_cast<size_t>(site.kernels[0])].knobs["engine"] = 1;
+  out.applied.push_back("cudnn_fastest_engine: " + site.what);
+  (void)g;
+  return out;
+}
+
+}  // namespace kforge::skills
