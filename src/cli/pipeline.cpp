@@ -161,6 +161,8 @@ OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const B
                 {"files", b.build.compiles.size()},
                 {"cache_hits", b.build.cache_hits},
                 {"library", b.build.library.filename().string()}};
+  r["precision"] = s.precision;
+  r["skills_applied"] = s.applied;
   r["kernels"] = OrderedJson::array();
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const auto& k = s.kernels[i];
@@ -228,6 +230,10 @@ std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const 
   t.add_row(
       {"total", "", "", "", format_seconds(b.cost.seconds), "floor " + format_seconds(b.cost.floor_seconds), "", ""});
   os << t.render() << "\n";
+  os << "precision " << s.precision << " (tolerance " << s.tolerance << "); skills applied: ";
+  if (s.applied.empty()) os << "none";
+  for (size_t i = 0; i < s.applied.size(); ++i) os << (i ? "; " : "") << s.applied[i];
+  os << "\n";
   int cached = b.build.cache_hits;
   os << "build: " << b.build.outcome << " (" << b.build.compiles.size() << " files, " << cached << " from cache) in "
      << format_seconds(b.build.seconds) << "\n";
