@@ -277,6 +277,17 @@ class BenchRun {
  private:
   void build_loop();
   void verify_loop();
+  // Verification of r's candidate; the verifying worker also warms torch.compile's cache for the
+  // serial profile phase when there is one.
+  sandbox::EvalRequest verify_request(const BenchRecord& r) const {
+    sandbox::EvalRequest req;
+    req.problem = r.problem.path;
+    req.candidate = r.out_dir / "model_new.py";
+    req.protocol = protocol_.name;
+    req.precompile = args_.profile;
+    req.timeout_seconds = 300;
+    return req;
+  }
   void reverify_alone();
   void profile_all();
   void progress(const BenchRecord& r, const std::string& what);
@@ -367,12 +378,7 @@ void BenchRun::verify_loop() {
       to_verify_.pop_front();
     }
     BenchRecord& r = records_[i];
-    sandbox::EvalRequest req;
-    req.problem = r.problem.path;
-    req.candidate = r.out_dir / "model_new.py";
-    req.protocol = protocol_.name;
-    req.precompile = args_.profile;  // warm inductor's cache in parallel; the profile phase is serial
-    req.timeout_seconds = 300;
+    const sandbox::EvalRequest req = verify_request(r);
     auto t0 = std::chrono::steady_clock::now();
     auto res = worker.evaluate(req);
     std::lock_guard<std::mutex> lock(mu_);
@@ -399,13 +405,7 @@ void BenchRun::reverify_alone() {
   for (auto& r : records_) {
     if (r.skipped || r.result.outcome != sandbox::Outcome::kResourceExhausted) continue;
     if (past_time_limit()) return;
-    sandbox::EvalRequest req;
-    req.problem = r.problem.path;
-    req.candidate = r.out_dir / "model_new.py";
-    req.protocol = protocol_.name;
-    req.precompile = args_.profile;
-    req.timeout_seconds = 300;
-    auto res = worker.evaluate(req);
+    auto res = worker.evaluate(verify_request(r));
     std::lock_guard<std::mutex> lock(mu_);
     if (res.is_ok()) r.result = std::move(res).value();
     progress(r, std::string("verify alone: ") + sandbox::outcome_name(r.result.outcome) +
@@ -422,11 +422,9 @@ void BenchRun::profile_all() {
       r.result.message = "not timed: --time-limit reached";
       continue;
     }
-    sandbox::EvalRequest req;
-    req.problem = r.problem.path;
-    req.candidate = r.out_dir / "model_new.py";
-    req.protocol = protocol_.name;
+    sandbox::EvalRequest req = verify_request(r);
     req.verify = false;  // verified above, on fresh inputs
+    req.precompile = false;
     req.profile = true;
     req.trials = args_.trials;
     req.timeout_seconds = 600;
