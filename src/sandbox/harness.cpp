@@ -160,6 +160,11 @@ StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
   bool written = write_all(to_worker_, req.dump() + "\n");
+  if (!written) {  // the worker died after its last answer: this request gets a fresh one
+    stop();
+    KF_RETURN_IF_ERROR(start());
+    written = write_all(to_worker_, req.dump() + "\n");
+  }
   std::string line;
   while (written) {
     auto nl = pending_.find('\n');

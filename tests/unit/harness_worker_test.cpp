@@ -2,6 +2,7 @@
 // garbage become outcomes; the worker is replaced after each, and the next request is answered.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -33,6 +34,8 @@ for line in sys.stdin:
     if req.get("profile"):
         ans.update(t_candidate=0.001, t_eager=0.002, t_compile=0.0012, samples=req["trials"])
     print(json.dumps(ans), flush=True)
+    if name == "exit_after":
+        sys.exit(0)
 )";
 
 class HarnessWorkerTest : public ::testing::Test {
@@ -104,6 +107,16 @@ TEST_F(HarnessWorkerTest, AFaultReplacesTheWorkerForACleanContext) {
   HarnessWorker w(options());
   EXPECT_EQ(w.evaluate(request("fault"))->outcome, Outcome::kRuntimeFault);
   EXPECT_EQ(w.evaluate(request("ok"))->outcome, Outcome::kOk);
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST_F(HarnessWorkerTest, AWorkerThatDiedAfterAnsweringIsReplacedNotBlamed) {
+  HarnessWorker w(options());
+  EXPECT_EQ(w.evaluate(request("exit_after"))->outcome, Outcome::kOk);
+  ::usleep(200000);  // let it finish exiting
+  auto b = w.evaluate(request("ok"));
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_EQ(b->outcome, Outcome::kOk) << b->message;
   EXPECT_EQ(w.starts(), 2);
 }
 
