@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# One device call (after bench/prepare_gpu_batch.sh here; carry .gpu): the GPU tests, then kforge
-# bench over the shared KernelBench problems: cuda-agent verified and timed, kernelbench verified.
-# Logs and JSON go to $OUT (8 files); the tables come last. A whole run takes about 10 minutes.
-#   bench/gpu_run.sh [seconds for the cuda-agent bench] [seconds for the kernelbench bench]
+# Device calls (after bench/prepare_gpu_batch.sh here; carry .gpu), in parts so that each call stays
+# inside the 10-minute limit:
+#   bench/gpu_run.sh tests cuda-agent     GPU tests alone (~2 min), then all 150 problems verified and
+#                                         timed under cuda-agent (--time-limit 300 s)
+#   bench/gpu_run.sh kernelbench probe    all 150 verified under kernelbench (--time-limit 240 s), then
+#                                         the cuDNN engine probe of failing convs (conv_engine_probe.py)
+# JSON, logs and tables go to $OUT (at most 8 files come back); the tables come last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .gpu/kforge ] || { echo "gpu_run: no .gpu/kforge: run bench/prepare_gpu_batch.sh here and carry .gpu" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "gpu_run: name the parts to run: tests, cuda-agent, kernelbench, probe" >&2; exit 2; }
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 if [ -x /opt/torch/.venv/bin/python ]; then export KFORGE_PYTHON=/opt/torch/.venv/bin/python; fi
@@ -17,26 +21,35 @@ if ! ls /usr/local/cuda/lib64/libcudnn.so /usr/lib/x86_64-linux-gnu/libcudnn.so 
   so=$($KFORGE_PYTHON -c "import glob, os, nvidia.cudnn as c; print(sorted(glob.glob(os.path.join(list(c.__path__)[0], 'lib', 'libcudnn.so.*')))[0])" 2>/dev/null)
   if [ -n "$so" ]; then mkdir -p /tmp/kf-cudnn && ln -sf "$so" /tmp/kf-cudnn/libcudnn.so && export LIBRARY_PATH=/tmp/kf-cudnn:${LIBRARY_PATH:-}; fi
 fi
-{ nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader; $KFORGE_PYTHON -c "import torch; print('torch', torch.__version__)"; echo "commit $KFORGE_COMMIT"; } | tee "$OUT/env.txt"
-t_agent=${1:-300}
-t_kb=${2:-150}
-# 1. GPU tests first, alone, one line per test (a run cut short still says which passed).
-timeout 240 $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs tests/gpu > "$OUT/gpu-tests.txt" 2>&1
-echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
-pkill -9 -f kforge.harness
-# 2. cuda-agent: verify (parallel workers, which also warm torch.compile's cache; out-of-memory ones
-#    again alone), then time alone on the GPU. --time-limit stops starting new work; the outer
-#    timeout is only a safety net.
-timeout $((t_agent + 90)) .gpu/kforge bench --suite .gpu/kb --protocol cuda-agent --trials 10 --workers 4 \
-  --time-limit "$t_agent" --json "$OUT/bench-cuda-agent.json" --out /tmp/bench-cuda-agent --force \
-  > "$OUT/bench-cuda-agent.txt" 2> "$OUT/bench-cuda-agent.log"
-echo "cuda-agent bench: exit $?"
-pkill -9 -f kforge.harness
-# 3. kernelbench: verification only.
-timeout $((t_kb + 60)) .gpu/kforge bench --suite .gpu/kb --protocol kernelbench --no-profile --workers 4 \
-  --time-limit "$t_kb" --json "$OUT/bench-kernelbench.json" --out /tmp/bench-kernelbench --force \
-  > "$OUT/bench-kernelbench.txt" 2> "$OUT/bench-kernelbench.log"
-echo "kernelbench bench: exit $?"
-pkill -9 -f kforge.harness
-grep -h "^  level" "$OUT"/bench-*.txt | cut -c1-150 | head -30
-cat "$OUT/bench-cuda-agent.txt" "$OUT/bench-kernelbench.txt" | grep -v "^  level"
+{ nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader; $KFORGE_PYTHON -c "import torch; print('torch', torch.__version__)"; echo "commit $KFORGE_COMMIT; parts $*"; } | tee "$OUT/env.txt"
+
+bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new work; timeout is a safety net
+  local protocol=$1 limit=$2
+  shift 2
+  timeout $((limit + 90)) .gpu/kforge bench --suite .gpu/kb --protocol "$protocol" --workers 4 --time-limit "$limit" \
+    --json "$OUT/bench-$protocol.json" --out /tmp/bench-"$protocol" --force "$@" \
+    > /tmp/bench-"$protocol".txt 2> "$OUT/bench-$protocol.log"
+  echo "$protocol bench: exit $?"
+  pkill -9 -f kforge.harness
+  cat /tmp/bench-"$protocol".txt >> "$OUT/bench-tables.txt"
+}
+
+for part in "$@"; do
+  case "$part" in
+    tests)
+      timeout 240 $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs tests/gpu > "$OUT/gpu-tests.txt" 2>&1
+      echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
+      pkill -9 -f kforge.harness ;;
+    cuda-agent) bench cuda-agent 300 --trials 10 ;;
+    kernelbench) bench kernelbench 240 --no-profile ;;
+    probe)
+      timeout 150 $KFORGE_PYTHON bench/conv_engine_probe.py --cands /tmp/bench-kernelbench .gpu/kb/level1/50_*.py \
+        .gpu/kb/level1/57_*.py .gpu/kb/level1/76_*.py .gpu/kb/level1/81_*.py > "$OUT/conv-probe.txt" 2>&1
+      echo "conv probe: exit $?"; tail -30 "$OUT/conv-probe.txt" ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, probe)" >&2 ;;
+  esac
+done
+if [ -f "$OUT/bench-tables.txt" ]; then
+  grep -h "^  level" "$OUT/bench-tables.txt" | cut -c1-150 | head -30
+  grep -v "^  level" "$OUT/bench-tables.txt"
+fi
