@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/synth_command.h"
 
 int main(int argc, char** argv) {
   using namespace kforge::cli;
@@ -110,6 +111,18 @@ int main(int argc, char** argv) {
   exp->add_flag("--force", export_args.force, "overwrite the output file if it exists");
   add_common(exp, export_args.common);
 
+  SynthArgs synth_args;
+  auto* synth = app.add_subcommand("synth", "synthesize training tasks (filtered, decontaminated), the paper's way");
+  synth->add_option("--count", synth_args.count, "accepted tasks wanted")->check(CLI::PositiveNumber);
+  synth->add_option("--seed", synth_args.seed, "the seed every draw comes from");
+  synth->add_option("--out", synth_args.out, "the dataset directory")->required();
+  synth->add_option("--against", synth_args.against, "benchmark directories for the contamination check");
+  synth->add_option("--max-ops", synth_args.max_ops, "operators per task, at most")->check(CLI::Range(1, 8));
+  synth->add_option("-j,--jobs", synth_args.jobs, "parallel workers (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  synth->add_flag("--resume", synth_args.resume, "continue an interrupted run in --out");
+  synth->add_flag("--json", synth_args.json, "print the report as JSON");
+
   bool ops_json = false;
   auto* ops = app.add_subcommand("ops", "list the op registry");
   ops->add_flag("--json", ops_json, "as JSON");
@@ -127,6 +140,7 @@ int main(int argc, char** argv) {
   if (*exp) return run_export(export_args);
   if (*bench) return run_bench(bench_args);
   if (*eval) return run_evaluate(eval_args);
+  if (*synth) return run_synth(synth_args);
   if (*ops) return run_ops(ops_json);
   return kExitUserError;
 }
