@@ -211,10 +211,25 @@ def precompile(ref_mod, protocol, device):
 
 
 def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, trials=30, do_verify=True,
-             do_precompile=False):
+             do_precompile=False, do_static_check=True):
     import torch
     result = {"protocol": protocol, "device": torch.cuda.get_device_name(device), "predicted": False,
               "torch": torch.__version__, "problem": problem}
+    # Static checks first: loading the candidate runs its module-level code.
+    from kforge.static_check import check_candidate
+    try:
+        with open(candidate) as f:
+            cand_source = f.read()
+        with open(problem) as f:
+            ref_source = f.read()
+    except OSError as e:
+        result.update({"outcome": "runtime_fault", "message": "reading: %s" % e})
+        return result
+    findings = check_candidate(cand_source, ref_source, os.path.basename(candidate)) if do_static_check else []
+    if findings:
+        result.update({"outcome": "forbidden", "findings": findings,
+                       "message": "; ".join("line %d: %s" % (f["line"], f["message"]) for f in findings[:5])})
+        return result
     try:
         ref_mod = load_module(problem, "kforge_ref_%d" % os.getpid())
         cand_mod = load_module(candidate, "kforge_cand_%d" % os.getpid())
@@ -264,7 +279,8 @@ def serve():
             req = json.loads(line)
             res = evaluate(req["problem"], req["candidate"], req.get("protocol", "cuda-agent"),
                            do_profile=bool(req.get("profile")), trials=int(req.get("trials", 30)),
-                           do_verify=bool(req.get("verify", True)), do_precompile=bool(req.get("precompile")))
+                           do_verify=bool(req.get("verify", True)), do_precompile=bool(req.get("precompile")),
+                           do_static_check=bool(req.get("static_check", True)))
         except Exception as e:
             res = {"outcome": "runtime_fault", "message": "harness: %s: %s" % (type(e).__name__, e)}
         res["id"] = req.get("id") if isinstance(req, dict) else None

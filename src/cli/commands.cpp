@@ -157,6 +157,7 @@ int run_evaluate(const EvaluateArgs& a) {
   req.profile = a.profile;
   req.trials = a.trials;
   req.timeout_seconds = a.timeout;
+  req.static_check = a.static_check;
   auto r = worker.evaluate(req);
   if (!r.is_ok()) return report_error(r.status(), "evaluate");
   if (a.common.json) {

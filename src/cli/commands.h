@@ -77,6 +77,7 @@ struct EvaluateArgs {
   int trials = 30;
   bool profile = true;
   double timeout = 300;
+  bool static_check = true;  // --no-static-check: only the runtime checks (for testing them)
   CommonOptions common;
 };
 int run_evaluate(const EvaluateArgs& a);
@@ -96,6 +97,13 @@ struct BenchArgs {
   CommonOptions common;
 };
 int run_bench(const BenchArgs& a);
+
+struct SelftestArgs {
+  bool gpu = false;      // also run the runtime fixtures through the GPU harness
+  std::string json_out;  // write the verdicts here
+  std::string fixtures;  // default: <kforge tree>/tests/threats
+};
+int run_selftest(const SelftestArgs& a);
 
 int run_ops(bool json);
 

@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
   eval->add_flag("!--no-profile", eval_args.profile, "verify only; do not time");
   eval->add_option("--timeout", eval_args.timeout, "seconds before the worker is killed (outcome timeout)")
       ->check(CLI::PositiveNumber);
+  eval->add_flag("!--no-static-check", eval_args.static_check,
+                 "skip the static checks of the candidate's source (to test the runtime checks alone)");
   eval->add_option("--protocol", eval_args.common.protocol,
                    "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
       ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
@@ -123,6 +125,14 @@ int main(int argc, char** argv) {
   synth->add_flag("--resume", synth_args.resume, "continue an interrupted run in --out");
   synth->add_flag("--json", synth_args.json, "print the report as JSON");
 
+  SelftestArgs selftest_args;
+  auto* selftest = app.add_subcommand("selftest", "kforge's own checks against adversarial fixtures");
+  auto* threats = selftest->add_subcommand("threats", "every threat fixture against the check meant to catch it");
+  selftest->require_subcommand(1);
+  threats->add_flag("--gpu", selftest_args.gpu, "also run the runtime fixtures on the GPU");
+  threats->add_option("--json", selftest_args.json_out, "write the verdicts to this file");
+  threats->add_option("--fixtures", selftest_args.fixtures, "the fixture directory (default: tests/threats)");
+
   bool ops_json = false;
   auto* ops = app.add_subcommand("ops", "list the op registry");
   ops->add_flag("--json", ops_json, "as JSON");
@@ -141,6 +151,7 @@ int main(int argc, char** argv) {
   if (*bench) return run_bench(bench_args);
   if (*eval) return run_evaluate(eval_args);
   if (*synth) return run_synth(synth_args);
+  if (*threats) return run_selftest(selftest_args);
   if (*ops) return run_ops(ops_json);
   return kExitUserError;
 }

@@ -137,7 +137,9 @@ sandbox::EvalResult predicted_result(const BuiltProgram& b, const Protocol& p) {
   res.protocol = p.name;
   res.device = "cpu (roofline of NVIDIA H200)";
   res.predicted = true;
-  res.outcome = b.build.ok ? sandbox::Outcome::kOk : sandbox::Outcome::kCompileError;
+  res.outcome = b.build.ok                       ? sandbox::Outcome::kOk
+                : b.build.outcome == "forbidden" ? sandbox::Outcome::kForbidden
+                                                 : sandbox::Outcome::kCompileError;
   if (b.build.ok) res.t_candidate = b.cost.seconds;
   res.message = b.build.message;
   return res;

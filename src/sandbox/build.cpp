@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "sandbox/static_check.h"
 
 namespace kforge::sandbox {
 
@@ -87,6 +88,22 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
     return external_error("cannot create the build cache " + cache.string() + ": " + ec.message() +
                           " (set KFORGE_CACHE to a writable directory)");
 
+  // Generated (or submitted) units are checked before anything compiles; the runtime is kforge's own.
+  {
+    std::vector<Finding> findings;
+    for (const auto& k : program.kernels) {
+      auto f = check_cuda_source(k.code, k.file_name);
+      findings.insert(findings.end(), f.begin(), f.end());
+    }
+    auto f = check_cuda_source(program.entry.code, program.entry.file_name);
+    findings.insert(findings.end(), f.begin(), f.end());
+    if (!findings.empty()) {
+      BuildResult result;
+      result.outcome = "forbidden";
+      for (const auto& x : findings) result.message += (result.message.empty() ? "" : "; ") + describe(x);
+      return result;
+    }
+  }
   KF_ASSIGN_OR_RETURN(std::string runtime_header, read_file(runtime_dir / "kforge_runtime.cuh"));
   std::vector<Unit> units;
   for (const auto& k : program.kernels) units.push_back({k.file_name, k.code});

@@ -31,7 +31,7 @@ struct CompileRecord {
 
 struct BuildResult {
   bool ok = false;
-  std::string outcome;            // "ok" or "compile_error"
+  std::string outcome;            // "ok", "compile_error", or "forbidden" (a static check refused a unit)
   std::string message;            // first error, for tables
   std::filesystem::path library;  // the built shared library (copied into the output dir)
   std::vector<CompileRecord> compiles;

@@ -151,6 +151,7 @@ StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
               {"verify", request.verify},
               {"profile", request.profile},
               {"precompile", request.precompile},
+              {"static_check", request.static_check},
               {"trials", request.trials}};
   EvalResult failed;
   failed.predicted = false;

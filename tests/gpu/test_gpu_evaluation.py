@@ -30,7 +30,9 @@ def candidate(tmp_path, body):
 
 
 def evaluate(path, *extra):
-    r = kforge("evaluate", RELU, path, "--json", "--no-profile", *extra)
+    # These candidates compute with torch on purpose: the static checks (which forbid that) are off,
+    # so that what is tested is the runtime checks.
+    r = kforge("evaluate", RELU, path, "--json", "--no-profile", "--no-static-check", *extra)
     assert r.stdout, r.stderr
     return r.returncode, json.loads(r.stdout)
 
@@ -99,9 +101,26 @@ def test_bench_on_a_small_suite(tmp_path):
 
 
 def test_an_exported_kernelbench_file_builds_with_load_inline_and_passes(tmp_path):
-    # The self-contained export (CUDA inline, load_inline at import) verified like any candidate.
+    # The self-contained export (CUDA inline, load_inline at import) verified like any candidate,
+    # static checks included.
     out = tmp_path / "relu_export.py"
     r = kforge("export", RELU, "-o", str(out))
     assert r.returncode == 0, r.stderr
-    rc, res = evaluate(str(out), "--timeout", "400")
-    assert rc == 0 and res["outcome"] == "ok", res
+    r = kforge("evaluate", RELU, str(out), "--json", "--no-profile", "--timeout", "400")
+    res = json.loads(r.stdout)
+    assert r.returncode == 0 and res["outcome"] == "ok", res
+
+
+def test_a_torch_fallback_is_forbidden_before_it_runs(tmp_path):
+    r = kforge("evaluate", RELU, candidate(tmp_path, "return torch.relu(x)"), "--json", "--no-profile")
+    res = json.loads(r.stdout)
+    assert r.returncode == 1 and res["outcome"] == "forbidden", res
+    assert "torch.relu" in res["message"]
+
+
+def test_every_threat_fixture_is_caught_on_the_gpu(tmp_path):
+    js = tmp_path / "threats.json"
+    r = kforge("selftest", "threats", "--gpu", "--json", str(js))
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(js.read_text())
+    assert doc["skipped"] == 0 and doc["caught"] == doc["run"]

@@ -1,0 +1,30 @@
+# threat: output cached on the module across calls
+# layer: static
+# expect: forbidden
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """The problem every threat fixture answers: ReLU."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.rand(512, 4096) - 0.5]
+
+
+def get_init_inputs():
+    return []
+
+
+class ModelNew(Model):
+    def forward(self, x):
+        if getattr(self, "_out", None) is None:
+            self._out = torch.empty_like(x)
+        return self._out
