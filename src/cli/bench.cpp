@@ -161,6 +161,39 @@ OrderedJson record_json(const BenchRecord& r) {
   return j;
 }
 
+std::optional<double> seconds_of(const Json& j, const char* key_ms) {
+  auto it = j.find(key_ms);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>() * 1e-3;
+}
+
+// A record of an earlier run's bench.json, as `record_json` wrote it (for --resume).
+std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fresh, const Json& top) {
+  auto outcome = sandbox::outcome_from_name(j.value("outcome", ""));
+  if (!outcome) return std::nullopt;
+  BenchRecord r = fresh;
+  r.skipped = false;
+  r.result.outcome = *outcome;
+  r.result.predicted = j.value("predicted", true);
+  r.result.protocol = top.value("protocol", "");
+  r.result.device = r.result.predicted ? "cpu (roofline of NVIDIA H200)" : top.value("device", "");
+  r.result.torch_version = top.value("torch", "");
+  r.result.t_candidate = seconds_of(j, "t_candidate_ms");
+  r.result.t_eager = seconds_of(j, "t_eager_ms");
+  r.result.t_compile = seconds_of(j, "t_compile_ms");
+  r.result.t_candidate_repeat = seconds_of(j, "t_candidate_repeat_ms");
+  if (j.contains("max_abs_err") && j["max_abs_err"].is_number()) r.result.max_abs_err = j["max_abs_err"].get<double>();
+  if (j.contains("max_rel_err") && j["max_rel_err"].is_number()) r.result.max_rel_err = j["max_rel_err"].get<double>();
+  r.result.samples = j.value("samples", 0);
+  r.result.message = j.value("message", "");
+  r.floor_seconds = seconds_of(j, "t_floor_ms");
+  r.predicted_seconds = seconds_of(j, "t_predicted_ms");
+  r.build_seconds = j.value("build_seconds", 0.0);
+  r.verify_seconds = j.value("verify_seconds", 0.0);
+  r.built = *outcome != sandbox::Outcome::kCompileError && *outcome != sandbox::Outcome::kForbidden;
+  return r;
+}
+
 OrderedJson metrics_json(const sandbox::SuiteMetrics& m) {
   auto opt = [](const std::optional<double>& v) { return v ? OrderedJson(*v) : OrderedJson(nullptr); };
   OrderedJson j;
@@ -272,6 +305,10 @@ class BenchRun {
     }
   }
 
+  // Takes over the final results of an earlier run in the same directory (--resume): those
+  // problems are not built or verified again; correct ones without times are still timed.
+  Status resume_from(const Json& earlier);
+
   int run();
 
  private:
@@ -311,7 +348,30 @@ class BenchRun {
   int done_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::string torch_;
+  int resumed_ = 0;
 };
+
+Status BenchRun::resume_from(const Json& earlier) {
+  if (earlier.value("protocol", "") != protocol_.name)
+    return invalid_argument("--resume: the earlier run in " + out_.string() + " used protocol " +
+                            earlier.value("protocol", "?") + ", not " + protocol_.name +
+                            "; resume with the same protocol or pick another --out");
+  if (earlier.value("predicted", true) != (device_ != "cuda"))
+    return invalid_argument("--resume: the earlier run in " + out_.string() + " was " +
+                            (earlier.value("predicted", true) ? "predicted (no GPU)" : "measured on a GPU") +
+                            "; resume it on the same kind of machine or pick another --out");
+  for (auto& r : records_) {
+    for (const auto& j : earlier.value("problems", Json::array())) {
+      if (j.value("level", "") != r.problem.level || j.value("problem", "") != r.problem.name) continue;
+      if (auto restored = record_from_json(j, r, earlier)) {
+        r = std::move(*restored);
+        ++resumed_;
+        if (torch_.empty()) torch_ = r.result.torch_version;
+      }
+    }
+  }
+  return Status::ok();
+}
 
 void BenchRun::progress(const BenchRecord& r, const std::string& what) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -321,6 +381,7 @@ void BenchRun::progress(const BenchRecord& r, const std::string& what) {
 
 void BenchRun::build_loop() {
   for (size_t i = next_build_++; i < records_.size() && !past_time_limit(); i = next_build_++) {
+    if (!records_[i].skipped) continue;  // resumed: its result is final
     // Work on a copy: save() may read the records meanwhile; the result goes in under the lock.
     BenchRecord r = records_[i];
     auto t0 = std::chrono::steady_clock::now();
@@ -417,7 +478,7 @@ void BenchRun::reverify_alone() {
 void BenchRun::profile_all() {
   sandbox::HarnessWorker worker;
   for (auto& r : records_) {
-    if (r.skipped || r.result.outcome != sandbox::Outcome::kOk || r.result.predicted) continue;
+    if (r.skipped || r.result.outcome != sandbox::Outcome::kOk || r.result.predicted || r.result.t_candidate) continue;
     if (past_time_limit()) {
       r.result.message = "not timed: --time-limit reached";
       continue;
@@ -501,6 +562,7 @@ int BenchRun::run() {
   int jobs =
       args_.common.jobs > 0 ? args_.common.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   jobs = std::min<int>(jobs, static_cast<int>(records_.size()));
+  if (resumed_ > 0) std::fprintf(stderr, "kforge bench: resuming: %d problems already have results\n", resumed_);
   std::fprintf(stderr, "kforge bench: %zu problems, protocol %s, device %s, %d build jobs%s\n", records_.size(),
                protocol_.name.c_str(), device_.c_str(), jobs,
                device_ == "cuda" ? (", " + std::to_string(args_.workers) + " verify workers").c_str()
@@ -585,11 +647,32 @@ int run_bench(const BenchArgs& a) {
                      ? fs::path("out") / ("bench-" + fs::absolute(a.suite).lexically_normal().filename().string() +
                                           "-" + protocol->name)
                      : fs::path(a.out_dir);
-  if (auto s = prepare_out_dir(out, a.force); !s.is_ok()) {
+  Json earlier;
+  if (a.resume) {
+    auto text = read_file(out / "bench.json");
+    if (!text.is_ok()) {
+      std::fprintf(stderr, "kforge bench: error: --resume: no earlier run in %s (%s)\n", out.c_str(),
+                   text.status().message().c_str());
+      return kExitUserError;
+    }
+    auto j = parse_json(text.value(), (out / "bench.json").string());
+    if (!j.is_ok()) {
+      std::fprintf(stderr, "kforge bench: error: --resume: %s\n", j.status().message().c_str());
+      return kExitUserError;
+    }
+    earlier = std::move(j).value();
+  } else if (std::error_code ec; fs::exists(out / "bench.json", ec) && !a.force) {
+    std::fprintf(stderr,
+                 "kforge bench: error: %s holds an earlier run (bench.json); pass --resume to continue it, --force to "
+                 "start over, or pick another --out\n",
+                 out.c_str());
+    return kExitUserError;
+  }
+  if (auto s = prepare_out_dir(out, a.force || a.resume); !s.is_ok()) {
     std::fprintf(stderr, "kforge bench: error: %s\n", s.message().c_str());
     return kExitUserError;
   }
-  if (!a.json_out.empty()) {
+  if (!a.json_out.empty() && !a.resume) {
     std::error_code ec;
     if (fs::exists(a.json_out, ec) && !a.force) {
       std::fprintf(stderr, "kforge bench: error: %s exists; pick another --json, or pass --force to overwrite it\n",
@@ -598,6 +681,12 @@ int run_bench(const BenchArgs& a) {
     }
   }
   BenchRun run(a, protocol.value(), device.value(), std::move(problems).value(), out);
+  if (a.resume) {
+    if (auto s = run.resume_from(earlier); !s.is_ok()) {
+      std::fprintf(stderr, "kforge bench: error: %s\n", s.message().c_str());
+      return kExitUserError;
+    }
+  }
   return run.run();
 }
 

@@ -93,6 +93,7 @@ struct BenchArgs {
   int workers = 4;        // parallel verification workers sharing the GPU
   bool profile = true;    // time the correct candidates against eager and torch.compile
   double time_limit = 0;  // seconds; past it no new problem is started (0: none)
+  bool resume = false;    // continue the run in out_dir: problems that have results are not redone
   bool force = false;
   CommonOptions common;
 };

@@ -93,6 +93,8 @@ int main(int argc, char** argv) {
                    "seconds; past it no new problem is started and the table covers what finished")
       ->check(CLI::NonNegativeNumber);
   bench->add_flag("--force", bench_args.force, "write into an existing directory kforge did not make");
+  bench->add_flag("--resume", bench_args.resume,
+                  "continue an interrupted run in --out: problems that have results are not built or verified again");
   bench
       ->add_option("--protocol", bench_args.common.protocol,
                    "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")

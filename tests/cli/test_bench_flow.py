@@ -81,3 +81,62 @@ def test_bench_time_limit_leaves_unreached_problems_out(tmp_path):
     assert len(doc["problems"]) + doc["skipped_for_time_limit"] == 6
     assert all(p["outcome"] == "ok" for p in doc["problems"])
     assert "not reached before --time-limit" in r.stdout
+
+
+SLOW = r'''#!PYTHON
+import json, os, sys, time
+log = os.environ["FAKE_LOG"]
+for line in sys.stdin:
+    req = json.loads(line)
+    name = os.path.basename(os.path.dirname(req["candidate"]))
+    with open(log, "a") as f:
+        f.write("%s %s\n" % ("verify" if req["verify"] else "profile", name))
+    time.sleep(0.7)
+    ans = {"outcome": "ok", "device": "Stand-in GPU", "torch": "9.9", "max_abs_err": 0.0, "max_rel_err": 0.0}
+    if req["profile"]:
+        ans.update(t_candidate=0.001, t_candidate_repeat=0.001, t_eager=0.002, t_compile=0.002, samples=2)
+    print(json.dumps(ans), flush=True)
+'''
+
+
+def test_bench_killed_midway_resumes_without_losing_or_repeating(tmp_path):
+    import signal
+    import time
+    fake = tmp_path / "slow_harness.py"
+    fake.write_text(SLOW.replace("PYTHON", sys.executable))
+    fake.chmod(0o755)
+    log = tmp_path / "requests.log"
+    env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake), FAKE_LOG=str(log))
+    only = "19_ReLU,20_LeakyReLU,21_Sigmoid,22_Tanh,23_Softmax,24_LogSoftmax"
+    args = [KFORGE, "bench", "--suite", os.path.join(SHARED, "level1"), "--only", only, "--out",
+            str(tmp_path / "out"), "--workers", "1", "-j", "2", "--trials", "2"]
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    bench = tmp_path / "out" / "bench.json"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill it once some, not all, results are in
+        if bench.exists() and 2 <= len(json.loads(bench.read_text())["problems"]) < 6:
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    first = {(r["problem"]): r for r in json.loads(bench.read_text())["problems"]}
+    assert 2 <= len(first) < 6
+    verified_before = set(first)
+    # Starting over in the same directory needs --resume or --force.
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 2 and "--resume" in r.stderr
+    r = subprocess.run(args + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(bench.read_text())
+    names = [x["problem"] for x in doc["problems"]]
+    assert sorted(names) == sorted(only.split(","))  # none lost, none twice
+    for name, rec in first.items():  # what was measured before is kept as it was
+        again = next(x for x in doc["problems"] if x["problem"] == name)
+        assert again["verify_seconds"] == rec["verify_seconds"]
+    verifies = [l.split()[1] for l in log.read_text().splitlines() if l.startswith("verify")]
+    for name in verified_before:
+        assert verifies.count(name) == 1, (name, verifies)  # not verified again
+    assert all(x["t_candidate_ms"] for x in doc["problems"])  # and everything got timed
+    # A resume of another protocol is refused with the reason.
+    r = subprocess.run(args + ["--resume", "--protocol", "kernelbench"], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "protocol" in r.stderr
