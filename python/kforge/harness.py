@@ -269,6 +269,11 @@ def serve():
     "trials"} per line, one result per line. Exits after a fault that poisons the CUDA context, so
     the caller starts a fresh worker for the next candidate."""
     import gc
+    # Answers go out on a private copy of stdout; fd 1 and sys.stdout then point at stderr, so that
+    # whatever a candidate prints (Python or C) can never pass for an answer.
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     import torch
     for line in sys.stdin:
         line = line.strip()
@@ -288,8 +293,8 @@ def serve():
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        sys.stdout.write(json.dumps(res) + "\n")
-        sys.stdout.flush()
+        answers.write(json.dumps(res) + "\n")
+        answers.flush()
         if res.get("outcome") == "runtime_fault" and any(m in res.get("message", "") for m in FATAL_MARKERS):
             return 3
     return 0

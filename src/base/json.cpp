@@ -10,7 +10,7 @@ StatusOr<Json> parse_json(const std::string& text, const std::string& what) {
     try {
       Json again = Json::parse(text);
       (void)again;
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers too large
       return invalid_argument(what + " is not valid JSON (" + std::string(e.what()) + ")");
     }
     return invalid_argument(what + " is not valid JSON");

@@ -198,7 +198,9 @@ Status parse_forward_args(Graph& g, const Json& j, const std::string& what) {
 
 }  // namespace
 
-StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
+namespace {
+
+StatusOr<Graph> graph_from_json_fields(const Json& j, const std::string& what) {
   if (!j.is_object()) return invalid_argument(what + ": a graph must be a JSON object");
   if (j.value("format", "") != "kforge.graph/1") {
     return invalid_argument(
@@ -252,6 +254,18 @@ StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
   KF_RETURN_IF_ERROR(parse_forward_args(g, j.value("forward_args", Json()), what));
   KF_RETURN_IF_ERROR(validate(g).with_context(what));
   return g;
+}
+
+}  // namespace
+
+StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
+  // The JSON library throws when a field has another type than asked for; here that is the user's
+  // error, said as one, never an exception out of the IR.
+  try {
+    return graph_from_json_fields(j, what);
+  } catch (const Json::exception& e) {
+    return invalid_argument(what + ": a field has the wrong type or value (" + std::string(e.what()) + ")");
+  }
 }
 
 StatusOr<Graph> load_graph(const std::string& path) {

@@ -240,6 +240,8 @@ StatusOr<TensorType> infer_Conv(const InferArgs& x) {
     return invalid_argument("needs a batched input " + shape_str(in) + " of the weight's rank " + shape_str(w));
   if (stride.size() != sp || pad.size() != sp || dil.size() != sp)
     return invalid_argument("stride, padding and dilation need one entry per spatial dim");
+  if (groups < 1) return invalid_argument("groups must be at least 1");
+  KF_RETURN_IF_ERROR(check_window_params(Shape(w.begin() + 2, w.end()), stride, pad, dil));
   if (in[1] != w[1] * groups)
     return invalid_argument("input channels " + std::to_string(in[1]) + " != weight " + shape_str(w) + " x groups " +
                             std::to_string(groups));
@@ -262,6 +264,8 @@ StatusOr<TensorType> infer_ConvTranspose(const InferArgs& x) {
   if (stride.size() != sp || pad.size() != sp || dil.size() != sp || opad.size() != sp) {
     return invalid_argument("stride, padding, output_padding and dilation need one entry per spatial dim");
   }
+  if (groups < 1) return invalid_argument("groups must be at least 1");
+  KF_RETURN_IF_ERROR(check_window_params(Shape(w.begin() + 2, w.end()), stride, pad, dil, opad));
   if (in[1] != w[0])
     return invalid_argument("input channels " + std::to_string(in[1]) + " != weight dim 0 of " + shape_str(w));
   Shape out{in[0], w[1] * groups};
@@ -297,6 +301,7 @@ StatusOr<TensorType> infer_Pool(const InferArgs& x) {
   bool is_max = x.node.op == OpId::kMaxPool;
   std::vector<int64_t> dil = is_max ? x.a().ints("dilation") : std::vector<int64_t>(sp, 1);
   if (dil.size() != sp) return invalid_argument("dilation needs one entry per spatial dim");
+  KF_RETURN_IF_ERROR(check_window_params(k, s, p, dil));
   Shape out(in.begin(), in.end() - static_cast<long>(sp));
   for (size_t i = 0; i < sp; ++i) {
     if (2 * p[i] > k[i]) return invalid_argument("padding must be at most half the kernel size");

@@ -22,6 +22,25 @@ StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
+Status check_window_params(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                           const std::vector<int64_t>& pad, const std::vector<int64_t>& dilation,
+                           const std::vector<int64_t>& output_padding) {
+  constexpr int64_t kMax = int64_t{1} << 31;
+  auto in_range = [&](const std::vector<int64_t>& v, int64_t lo, const char* name) -> Status {
+    for (int64_t x : v) {
+      if (x < lo || x >= kMax)
+        return invalid_argument(std::string(name) + " must be between " + std::to_string(lo) + " and 2^31, not " +
+                                std::to_string(x));
+    }
+    return Status::ok();
+  };
+  KF_RETURN_IF_ERROR(in_range(kernel, 1, "kernel size"));
+  KF_RETURN_IF_ERROR(in_range(stride, 1, "stride"));
+  KF_RETURN_IF_ERROR(in_range(dilation, 1, "dilation"));
+  KF_RETURN_IF_ERROR(in_range(pad, 0, "padding"));
+  return in_range(output_padding, 0, "output_padding");
+}
+
 int64_t window_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode) {
   int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
   if (span < 0) return 0;

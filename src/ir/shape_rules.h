@@ -12,7 +12,14 @@ namespace kforge::ir {
 // numpy/torch broadcasting of two shapes.
 StatusOr<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 
-// Output length of a sliding window (conv, pooling).
+// Window parameters of a conv or pool, per spatial dim: kernel, stride and dilation at least 1,
+// padding (and output_padding) at least 0, all below 2^31, so that the size arithmetic is exact.
+// `output_padding` may be empty (not a transposed conv).
+Status check_window_params(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                           const std::vector<int64_t>& pad, const std::vector<int64_t>& dilation,
+                           const std::vector<int64_t>& output_padding = {});
+
+// Output length of a sliding window (conv, pooling); parameters as check_window_params accepts.
 int64_t window_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode);
 
 // Output length of a transposed convolution.

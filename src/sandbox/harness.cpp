@@ -42,7 +42,9 @@ std::optional<double> number_or_null(const Json& j, const char* key) {
 
 }  // namespace
 
-EvalResult result_from_harness_json(const Json& j, const std::string& protocol) {
+namespace {
+
+EvalResult result_from_harness_fields(const Json& j, const std::string& protocol) {
   EvalResult r;
   r.predicted = false;
   r.protocol = j.value("protocol", protocol);
@@ -67,6 +69,21 @@ EvalResult result_from_harness_json(const Json& j, const std::string& protocol) 
   if (j.contains("profile_error") && j["profile_error"].is_string())
     r.message += (r.message.empty() ? "" : "; ") + std::string("profile: ") + j["profile_error"].get<std::string>();
   return r;
+}
+
+}  // namespace
+
+EvalResult result_from_harness_json(const Json& j, const std::string& protocol) {
+  try {
+    return result_from_harness_fields(j, protocol);
+  } catch (const Json::exception& e) {
+    EvalResult r;
+    r.predicted = false;
+    r.protocol = protocol;
+    r.outcome = Outcome::kRuntimeFault;
+    r.message = std::string("the harness's answer is malformed: ") + e.what();
+    return r;
+  }
 }
 
 HarnessWorker::HarnessWorker(HarnessOptions options) : options_(std::move(options)) {

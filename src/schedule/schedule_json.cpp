@@ -28,7 +28,9 @@ OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s) {
   return j;
 }
 
-StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const std::string& what) {
+namespace {
+
+StatusOr<Schedule> schedule_from_json_fields(const ir::Graph& g, const Json& j, const std::string& what) {
   if (!j.is_object() || j.value("format", "") != "kforge.schedule/1") {
     return invalid_argument(
         what + ": not a kforge schedule (expected \"format\": \"kforge.schedule/1\"; make one with `kforge plan`)");
@@ -75,6 +77,16 @@ StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const s
   }
   KF_RETURN_IF_ERROR(check_schedule(g, s).with_context(what));
   return s;
+}
+
+}  // namespace
+
+StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const std::string& what) {
+  try {
+    return schedule_from_json_fields(g, j, what);
+  } catch (const Json::exception& e) {
+    return invalid_argument(what + ": a field has the wrong type or value (" + std::string(e.what()) + ")");
+  }
 }
 
 }  // namespace kforge::schedule

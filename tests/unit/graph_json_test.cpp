@@ -74,5 +74,29 @@ TEST(GraphJsonErrors, NoOutputs) {
   EXPECT_NE(graph_error(text).find("no outputs"), std::string::npos);
 }
 
+// Found by the graph fuzzer (tests/fuzz): each crashed kforge before it was fixed.
+TEST(GraphJsonErrors, ZeroStrideIsAnErrorNotADivisionByZero) {
+  std::string e = graph_error(
+      one_node_graph("conv", {{"x", {1, 2, 8, 8}}, {"w", {4, 2, 3, 3}}},
+                     R"({"stride": [0, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 1})", {1, 4, 6, 6}));
+  EXPECT_NE(e.find("stride must be between 1 and 2^31, not 0"), std::string::npos) << e;
+  e = graph_error(one_node_graph("conv", {{"x", {1, 2, 8, 8}}, {"w", {4, 2, 3, 3}}},
+                                 R"({"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 0})",
+                                 {1, 4, 6, 6}));
+  EXPECT_NE(e.find("groups must be at least 1"), std::string::npos) << e;
+}
+
+TEST(GraphJsonErrors, AFieldOfTheWrongTypeIsAnErrorNotAnException) {
+  std::string text = R"({"format":"kforge.graph/1","name":["not","a","string"],"inputs":[],"params":[],
+    "nodes":[],"outputs":[]})";
+  EXPECT_NE(graph_error(text).find("a field has the wrong type"), std::string::npos) << graph_error(text);
+}
+
+TEST(GraphJsonErrors, ANumberTooLargeIsAnErrorNotAnException) {
+  auto j = parse_json(R"({"init_args": [1e999999]})", "big.json");
+  ASSERT_FALSE(j.is_ok());
+  EXPECT_NE(j.status().message().find("big.json is not valid JSON"), std::string::npos) << j.status().message();
+}
+
 }  // namespace
 }  // namespace kforge::ir
