@@ -15,6 +15,8 @@ mkdir -p .gpu/kb .gpu/cache
 if [ -d build/kforge-cache ]; then cp -r build/kforge-cache/. .gpu/cache/; fi
 cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 .gpu/kb/
 strip -o .gpu/kforge build/kforge
+# The GPU machine has no bubblewrap; Debian's binary runs there (DEVICE.md), found next to kforge.
+if [ -x /usr/bin/bwrap ]; then mkdir -p .gpu/bin && cp /usr/bin/bwrap .gpu/bin/bwrap; fi
 commit=$(git rev-parse --short HEAD)
 [ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit+dirty"
 echo "$commit" > .gpu/COMMIT

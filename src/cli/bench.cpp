@@ -349,6 +349,7 @@ class BenchRun {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::string torch_;
   int resumed_ = 0;
+  std::string isolation_;  // how the harness workers were isolated (from the first one)
 };
 
 Status BenchRun::resume_from(const Json& earlier) {
@@ -443,6 +444,7 @@ void BenchRun::verify_loop() {
     auto t0 = std::chrono::steady_clock::now();
     auto res = worker.evaluate(req);
     std::lock_guard<std::mutex> lock(mu_);
+    if (isolation_.empty()) isolation_ = worker.isolation();
     r.skipped = false;
     r.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!res.is_ok()) {
@@ -529,6 +531,7 @@ OrderedJson BenchRun::report() const {
   j["suite"] = fs::absolute(args_.suite).lexically_normal().string();
   j["predicted"] = device_ != "cuda";
   j["disabled_skills"] = args_.common.disabled_skills;
+  if (!isolation_.empty()) j["isolation"] = isolation_;
   j["method"] = device_ == "cuda"
                     ? "verify: 5 fresh input sets, outputs poisoned, protocol tolerance; profile: warm-up, " +
                           std::to_string(args_.trials) +

@@ -161,10 +161,12 @@ int run_evaluate(const EvaluateArgs& a) {
   auto r = worker.evaluate(req);
   if (!r.is_ok()) return report_error(r.status(), "evaluate");
   if (a.common.json) {
-    std::cout << sandbox::result_to_json(r.value()).dump(2) << "\n";
+    OrderedJson j = sandbox::result_to_json(r.value());
+    j["isolation"] = worker.isolation();
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "kforge evaluate " << a.candidate << " against " << a.problem << " (protocol " << protocol->name
-              << ")\n"
+              << ")\nworker: " << worker.isolation() << "\n"
               << measured_summary(r.value());
   }
   return r->outcome == sandbox::Outcome::kOk ? kExitOk : kExitFailedResult;

@@ -1,16 +1,42 @@
-// kforge synth: not built yet (issue #6); says so.
+// kforge synth: training tasks made the CUDA Agent paper's way (issue #6); see src/synth/run.h.
 #include "cli/synth_command.h"
 
 #include <cstdio>
+#include <iostream>
 
 #include "cli/commands.h"
+#include "synth/run.h"
 
 namespace kforge::cli {
 
 int run_synth(const SynthArgs& a) {
-  (void)a;
-  std::fprintf(stderr, "kforge synth: error: task synthesis is not part of this build yet (issue #6)\n");
-  return kExitUserError;
+  synth::SynthOptions o;
+  o.count = a.count;
+  o.seed = a.seed;
+  o.out = a.out;
+  for (const auto& d : a.against) o.against.emplace_back(d);
+  o.max_ops = a.max_ops;
+  o.jobs = a.jobs;
+  o.resume = a.resume;
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  auto summary = synth::run_synth(o);
+  if (!summary.is_ok()) {
+    const Status& s = summary.status();
+    std::fprintf(stderr, "kforge synth: error: %s\n", s.message().c_str());
+    switch (s.code()) {
+      case ErrorCode::kInvalidArgument:
+      case ErrorCode::kNotFound:
+      case ErrorCode::kUnsupported: return kExitUserError;
+      case ErrorCode::kExternal: return kExitEnvironment;
+      default: return kExitInternal;
+    }
+  }
+  if (a.json) {
+    std::cout << summary->report.dump(2) << "\n";
+  } else {
+    std::cout << summary->report_text;
+  }
+  return kExitOk;
 }
 
 }  // namespace kforge::cli

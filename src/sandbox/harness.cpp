@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/files.h"
+#include "sandbox/build.h"
 #include "sandbox/toolchain.h"
 
 namespace kforge::sandbox {
@@ -99,6 +100,10 @@ HarnessWorker::~HarnessWorker() {
 
 Status HarnessWorker::start() {
   KF_ASSIGN_OR_RETURN(fs::path home, kforge_home());
+  if (options_.python.find('/') != std::string::npos && ::access(options_.python.c_str(), X_OK) != 0) {
+    return external_error("the harness needs a python3 with torch, and " + options_.python +
+                          " is not an executable: set KFORGE_PYTHON (or KFORGE_HARNESS_PYTHON)");
+  }
   ::signal(SIGPIPE, SIG_IGN);  // a worker that dies mid-request must not kill the supervisor
   int to[2];
   int from[2];
@@ -109,7 +114,21 @@ Status HarnessWorker::start() {
   std::string pythonpath = (home / "python").string();
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += std::string(":") + old;
   std::vector<std::string> env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"};
+  scratch_ =
+      fs::temp_directory_path() / ("kforge-worker-" + std::to_string(::getpid()) + "-" + std::to_string(starts_));
+  KF_ASSIGN_OR_RETURN(isolation_, prepare_isolation({.mode = options_.isolation,
+                                                     .scratch = scratch_,
+                                                     .shared_cache = default_cache_dir() / "torch"}));
+  env.insert(env.end(), isolation_.env.begin(), isolation_.env.end());
   env.insert(env.end(), options_.extra_env.begin(), options_.extra_env.end());
+  std::vector<std::string> argv = isolation_.argv_prefix;
+  for (const char* a : {"-m", "kforge.harness", "--serve"}) {
+    if (argv.size() == isolation_.argv_prefix.size()) argv.push_back(options_.python);
+    argv.push_back(a);
+  }
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
   const std::string log = stderr_log_.string();
   pid_t pid = ::fork();
   if (pid < 0) return external_error(std::string("cannot fork the harness: ") + std::strerror(errno));
@@ -120,9 +139,9 @@ Status HarnessWorker::start() {
     int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err >= 0) ::dup2(err, 2);
     for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    const char* argv[] = {options_.python.c_str(), "-m", "kforge.harness", "--serve", nullptr};
-    ::execvp(argv[0], const_cast<char* const*>(argv));
-    std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
+    join_cgroup_in_child(isolation_);
+    ::execvp(cargv[0], cargv.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", cargv[0], std::strerror(errno));
     ::_exit(127);
   }
   ::close(to[0]);
@@ -144,6 +163,8 @@ void HarnessWorker::stop() {
   }
   if (to_worker_ >= 0) ::close(to_worker_);
   if (from_worker_ >= 0) ::close(from_worker_);
+  if (!scratch_.empty()) release_isolation(isolation_, scratch_);
+  scratch_.clear();
   pid_ = -1;
   to_worker_ = from_worker_ = -1;
   pending_.clear();
@@ -217,8 +238,15 @@ StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
     // Its pipe closed; give the process a moment to finish dying so that we can say how it ended.
     for (int waited_ms = 0; pid > 0 && waited_ms < 2000; waited_ms += 10) {
       if (::waitpid(pid, &status, WNOHANG) == pid) {
-        how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                  : "exited with status " + std::to_string(WEXITSTATUS(status));
+        // Inside bubblewrap the worker's death by signal N comes back as bubblewrap's exit 128 + N.
+        const bool wrapped = !isolation_.argv_prefix.empty();
+        if (WIFSIGNALED(status)) {
+          how = "was killed by signal " + std::to_string(WTERMSIG(status));
+        } else if (wrapped && WEXITSTATUS(status) > 128) {
+          how = "was killed by signal " + std::to_string(WEXITSTATUS(status) - 128);
+        } else {
+          how = "exited with status " + std::to_string(WEXITSTATUS(status));
+        }
         break;
       }
       ::usleep(10000);

@@ -12,6 +12,7 @@
 
 #include "base/json.h"
 #include "base/status.h"
+#include "sandbox/isolation.h"
 #include "sandbox/result.h"
 
 namespace kforge::sandbox {
@@ -32,6 +33,7 @@ struct HarnessOptions {
   std::string python;                  // a python3 with torch (default: python_executable())
   std::vector<std::string> extra_env;  // "NAME=value"
   double start_timeout_seconds = 120;  // importing torch and creating the CUDA context
+  std::string isolation;               // "auto" (default: $KFORGE_SANDBOX or auto), "bwrap" or "none"
 };
 
 class HarnessWorker {
@@ -46,6 +48,8 @@ class HarnessWorker {
   StatusOr<EvalResult> evaluate(const EvalRequest& request);
 
   int starts() const { return starts_; }  // worker processes started so far (1 + restarts)
+  // How the last worker was isolated ("bubblewrap (...); cgroup v2: ..."), empty before the first.
+  const std::string& isolation() const { return isolation_.description; }
 
  private:
   Status start();
@@ -58,6 +62,8 @@ class HarnessWorker {
   int from_worker_ = -1;
   std::string pending_;  // bytes read past the last complete line
   std::filesystem::path stderr_log_;
+  std::filesystem::path scratch_;
+  Isolation isolation_;
   int starts_ = 0;
 };
 

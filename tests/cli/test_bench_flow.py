@@ -41,7 +41,7 @@ def test_bench_gpu_flow_with_a_stand_in_harness(tmp_path):
     suite.mkdir(parents=True)
     for name in ("19_ReLU.py", "20_LeakyReLU.py", "21_Sigmoid.py", "22_Tanh.py"):
         (suite / name).write_text(open(os.path.join(SHARED, "level1", name)).read())
-    env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
+    env = dict(os.environ, KFORGE_SANDBOX="none", KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
     js = tmp_path / "bench.json"
     r = subprocess.run([KFORGE, "bench", "--suite", str(tmp_path / "suite"), "--json", str(js), "--out",
                         str(tmp_path / "out"), "--trials", "4", "--workers", "2"],
@@ -70,7 +70,7 @@ def test_bench_time_limit_leaves_unreached_problems_out(tmp_path):
     fake = tmp_path / "fake_harness.py"
     fake.write_text(FAKE.replace("PYTHON", sys.executable))
     fake.chmod(0o755)
-    env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
+    env = dict(os.environ, KFORGE_SANDBOX="none", KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
     js = tmp_path / "bench.json"
     r = subprocess.run([KFORGE, "bench", "--suite", os.path.join(SHARED, "level1"), "--only",
                         "19_ReLU,21_Sigmoid,22_Tanh,23_Softmax,24_LogSoftmax,25_Swish", "--json", str(js),
@@ -106,7 +106,7 @@ def test_bench_killed_midway_resumes_without_losing_or_repeating(tmp_path):
     fake.write_text(SLOW.replace("PYTHON", sys.executable))
     fake.chmod(0o755)
     log = tmp_path / "requests.log"
-    env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake), FAKE_LOG=str(log))
+    env = dict(os.environ, KFORGE_SANDBOX="none", KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake), FAKE_LOG=str(log))
     only = "19_ReLU,20_LeakyReLU,21_Sigmoid,22_Tanh,23_Softmax,24_LogSoftmax"
     args = [KFORGE, "bench", "--suite", os.path.join(SHARED, "level1"), "--only", only, "--out",
             str(tmp_path / "out"), "--workers", "1", "-j", "2", "--trials", "2"]

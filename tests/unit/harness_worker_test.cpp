@@ -129,14 +129,67 @@ TEST_F(HarnessWorkerTest, GarbageIsAFaultNotACrashOfKforge) {
   EXPECT_EQ(w.evaluate(request("ok"))->outcome, Outcome::kOk);
 }
 
-TEST_F(HarnessWorkerTest, AMissingPythonIsAFaultWithTheReason) {
+TEST_F(HarnessWorkerTest, AMissingPythonIsKforgesErrorNotTheCandidates) {
   HarnessOptions o = options();
   o.python = (dir_ / "no-such-python").string();
   HarnessWorker w(o);
   auto a = w.evaluate(request("ok"));
-  ASSERT_TRUE(a.is_ok());
-  EXPECT_EQ(a->outcome, Outcome::kRuntimeFault);
-  EXPECT_NE(a->message.find("cannot run"), std::string::npos) << a->message;
+  ASSERT_FALSE(a.is_ok());
+  EXPECT_NE(a.status().message().find("KFORGE_PYTHON"), std::string::npos) << a.status().message();
+}
+
+// A stand-in worker that tries what a hostile candidate would and reports what worked.
+const char* kProbeWorker = R"(#!/usr/bin/env python3
+import json, os, socket, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    probes = {}
+    try:
+        socket.create_connection(("1.1.1.1", 53), timeout=2).close()
+        probes["network"] = "open"
+    except OSError as e:
+        probes["network"] = "refused"
+    outside = os.path.join(os.path.dirname(os.path.dirname(req["candidate"])), "written_by_worker")
+    try:
+        open(outside, "w").write("x")
+        probes["write_outside"] = "written"
+    except OSError:
+        probes["write_outside"] = "refused"
+    try:
+        open(os.path.join(os.environ["TMPDIR"], "scratch"), "w").write("x")
+        probes["write_scratch"] = "written"
+    except OSError:
+        probes["write_scratch"] = "refused"
+    print(json.dumps({"outcome": "ok", "message": json.dumps(probes)}), flush=True)
+)";
+
+TEST_F(HarnessWorkerTest, TheSandboxRefusesNetworkAndWritesOutsideItsScratch) {
+  std::ofstream(script_) << kProbeWorker;
+  HarnessOptions o = options();
+  o.isolation = "bwrap";
+  HarnessWorker w(o);
+  auto a = w.evaluate(request("probe"));
+  if (!a.is_ok() && a.status().message().find("bubblewrap") != std::string::npos)
+    GTEST_SKIP() << a.status().message();  // no bubblewrap here: kforge says so (see the next test)
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  auto probes = Json::parse(a->message);
+  EXPECT_EQ(probes["network"], "refused");
+  EXPECT_EQ(probes["write_outside"], "refused");
+  EXPECT_EQ(probes["write_scratch"], "written");
+  EXPECT_NE(w.isolation().find("bubblewrap"), std::string::npos) << w.isolation();
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "written_by_worker"));
+}
+
+TEST_F(HarnessWorkerTest, WithoutTheSandboxTheSameProbesSucceedAndKforgeSaysSo) {
+  std::ofstream(script_) << kProbeWorker;
+  HarnessOptions o = options();
+  o.isolation = "none";
+  HarnessWorker w(o);
+  auto a = w.evaluate(request("probe"));
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  auto probes = Json::parse(a->message);
+  EXPECT_EQ(probes["write_outside"], "written");  // the probe can see what isolation prevents
+  EXPECT_NE(w.isolation().find("NOT isolated"), std::string::npos) << w.isolation();
 }
 
 TEST(MilestoneReward, FollowsThePapersMargins) {
