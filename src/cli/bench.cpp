@@ -147,6 +147,13 @@ OrderedJson record_json(const BenchRecord& r) {
   j["t_eager_ms"] = optional_ms(e.t_eager);
   j["t_compile_ms"] = optional_ms(e.t_compile);
   j["t_candidate_repeat_ms"] = optional_ms(e.t_candidate_repeat);
+  j["t_eager_repeat_ms"] = optional_ms(e.t_eager_repeat);
+  j["t_candidate_wall_ms"] = optional_ms(e.t_candidate_wall);
+  if (e.t_candidate) {
+    const auto flags = sandbox::timing_flags(e);
+    j["within_noise"] = flags.within_noise;
+    j["escaped_stream"] = flags.escaped_stream;
+  }
   j["t_floor_ms"] = optional_ms(r.floor_seconds);
   j["t_predicted_ms"] = optional_ms(r.predicted_seconds);
   j["max_abs_err"] = e.max_abs_err ? OrderedJson(*e.max_abs_err) : OrderedJson(nullptr);
@@ -182,6 +189,8 @@ std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fr
   r.result.t_eager = seconds_of(j, "t_eager_ms");
   r.result.t_compile = seconds_of(j, "t_compile_ms");
   r.result.t_candidate_repeat = seconds_of(j, "t_candidate_repeat_ms");
+  r.result.t_eager_repeat = seconds_of(j, "t_eager_repeat_ms");
+  r.result.t_candidate_wall = seconds_of(j, "t_candidate_wall_ms");
   if (j.contains("max_abs_err") && j["max_abs_err"].is_number()) r.result.max_abs_err = j["max_abs_err"].get<double>();
   if (j.contains("max_rel_err") && j["max_rel_err"].is_number()) r.result.max_rel_err = j["max_rel_err"].get<double>();
   r.result.samples = j.value("samples", 0);
@@ -503,6 +512,8 @@ void BenchRun::profile_all() {
     r.result.t_eager = res->t_eager;
     r.result.t_compile = res->t_compile;
     r.result.t_candidate_repeat = res->t_candidate_repeat;
+    r.result.t_eager_repeat = res->t_eager_repeat;
+    r.result.t_candidate_wall = res->t_candidate_wall;
     r.result.samples = res->samples;
     char line[160];
     std::snprintf(line, sizeof line, "candidate %s  eager %s  compile %s  reward %d",

@@ -120,6 +120,13 @@ int run_selftest(const SelftestArgs& a) {
       req.candidate = f.path;
       req.static_check = false;  // the runtime checks must catch it on their own
       req.timeout_seconds = 60;
+      // Timing threats are caught by the profile's integrity flags, not by verification.
+      const bool timing = f.expect == "escaped_stream";
+      if (timing) {
+        req.profile = true;
+        req.trials = 5;
+        req.timeout_seconds = 300;
+      }
       auto r = worker->evaluate(req);
       if (!r.is_ok()) {
         std::fprintf(stderr, "kforge selftest: error: %s\n", r.status().message().c_str());
@@ -127,6 +134,13 @@ int run_selftest(const SelftestArgs& a) {
       }
       v.outcome = sandbox::outcome_name(r->outcome);
       v.detail = r->message.substr(0, 160);
+      if (timing && r->outcome == sandbox::Outcome::kOk && sandbox::timing_flags(r.value()).escaped_stream) {
+        v.outcome = "escaped_stream";
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "event time %.3f ms, synchronized host time %.3f ms",
+                      1e3 * r->t_candidate.value_or(0), 1e3 * r->t_candidate_wall.value_or(0));
+        v.detail = buf;
+      }
     }
     if (v.status.empty()) {
       v.status = v.outcome == f.expect ? "caught" : "MISSED";

@@ -66,6 +66,8 @@ EvalResult result_from_harness_fields(const Json& j, const std::string& protocol
   r.t_eager = number_or_null(j, "t_eager");
   r.t_compile = number_or_null(j, "t_compile");
   r.t_candidate_repeat = number_or_null(j, "t_candidate_repeat");
+  r.t_eager_repeat = number_or_null(j, "t_eager_repeat");
+  r.t_candidate_wall = number_or_null(j, "t_candidate_wall");
   r.samples = j.value("samples", 0);
   if (j.contains("profile_error") && j["profile_error"].is_string())
     r.message += (r.message.empty() ? "" : "; ") + std::string("profile: ") + j["profile_error"].get<std::string>();

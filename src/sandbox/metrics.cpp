@@ -34,10 +34,7 @@ SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::ve
     if (!r.t_candidate || *r.t_candidate <= 0) continue;
     ++m.timed;
     const double t = *r.t_candidate;
-    if (r.t_candidate_repeat) {
-      const double d = std::fabs(*r.t_candidate_repeat - t) / t;
-      m.max_repeat_diff = std::max(m.max_repeat_diff.value_or(0.0), d);
-    }
+    if (auto noise = timing_flags(r).noise) m.max_repeat_diff = std::max(m.max_repeat_diff.value_or(0.0), *noise);
     if (r.t_eager && *r.t_eager > 0) {
       ++with_eager;
       log_eager += std::log(*r.t_eager / t);

@@ -1,6 +1,9 @@
 // Outcome names and the JSON form of an evaluation result.
 #include "sandbox/result.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace kforge::sandbox {
 
 const char* outcome_name(Outcome o) {
@@ -36,6 +39,22 @@ std::optional<int> milestone_reward(const EvalResult& r) {
   return 1;
 }
 
+TimingFlags timing_flags(const EvalResult& r) {
+  TimingFlags f;
+  auto rel = [](const std::optional<double>& a, const std::optional<double>& b) -> std::optional<double> {
+    if (!a || !b || *a <= 0) return std::nullopt;
+    return std::abs(*b - *a) / *a;
+  };
+  for (auto d : {rel(r.t_candidate, r.t_candidate_repeat), rel(r.t_eager, r.t_eager_repeat)}) {
+    if (d) f.noise = std::max(f.noise.value_or(0.0), *d);
+  }
+  if (f.noise && r.t_candidate && r.t_eager)
+    f.within_noise = std::abs(*r.t_eager - *r.t_candidate) / *r.t_eager <= *f.noise;
+  if (r.t_candidate && r.t_candidate_wall)
+    f.escaped_stream = *r.t_candidate<0.5 * *r.t_candidate_wall&& * r.t_candidate_wall - *r.t_candidate> 2e-4;
+  return f;
+}
+
 OrderedJson result_to_json(const EvalResult& r) {
   auto opt = [](const std::optional<double>& v) { return v ? OrderedJson(*v) : OrderedJson(nullptr); };
   OrderedJson j;
@@ -46,6 +65,14 @@ OrderedJson result_to_json(const EvalResult& r) {
   j["t_eager"] = opt(r.t_eager);
   j["t_compile"] = opt(r.t_compile);
   if (r.t_candidate_repeat) j["t_candidate_repeat"] = *r.t_candidate_repeat;
+  if (r.t_eager_repeat) j["t_eager_repeat"] = *r.t_eager_repeat;
+  if (r.t_candidate_wall) j["t_candidate_wall"] = *r.t_candidate_wall;
+  if (r.t_candidate) {
+    TimingFlags f = timing_flags(r);
+    if (f.noise) j["noise"] = *f.noise;
+    j["within_noise"] = f.within_noise;
+    j["escaped_stream"] = f.escaped_stream;
+  }
   j["samples"] = r.samples;
   j["protocol"] = r.protocol;
   j["device"] = r.device;

@@ -22,6 +22,8 @@ struct EvalResult {
   std::optional<double> t_eager;
   std::optional<double> t_compile;
   std::optional<double> t_candidate_repeat;  // the candidate timed a second time in the same run (noise)
+  std::optional<double> t_eager_repeat;      // eager timed a second time (noise of the reference)
+  std::optional<double> t_candidate_wall;    // host time to a full device synchronize (escaped work)
   int samples = 0;                           // timed trials per variant (0 when predicted)
   std::string protocol;                      // "cuda-agent" or "kernelbench"
   std::string device;                        // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
@@ -31,6 +33,17 @@ struct EvalResult {
 };
 
 OrderedJson result_to_json(const EvalResult& r);
+
+// Timing integrity, from a profiled result: the noise band (largest relative difference between two
+// timings of the same model in the run), whether the speed-up over eager lies inside it, and whether
+// the candidate's work escaped the timed stream (its event time under half its synchronized host time,
+// with at least 0.2 ms unaccounted for).
+struct TimingFlags {
+  std::optional<double> noise;
+  bool within_noise = false;
+  bool escaped_stream = false;
+};
+TimingFlags timing_flags(const EvalResult& r);
 
 // The CUDA Agent paper's milestone reward (Eq. 1): -1 if the candidate is not correct; 3 if it is
 // more than 5 % faster than both eager and torch.compile; 2 if more than 5 % faster than eager;

@@ -215,6 +215,29 @@ TEST(MilestoneReward, FollowsThePapersMargins) {
   EXPECT_EQ(milestone_reward(r), -1);
 }
 
+TEST(TimingFlags, NoiseBandAndEscapedWork) {
+  EvalResult r;
+  r.predicted = false;
+  r.t_candidate = 1.00e-3;
+  r.t_candidate_repeat = 1.02e-3;  // 2 % between two timings of the same candidate
+  r.t_eager = 1.01e-3;
+  r.t_eager_repeat = 1.00e-3;
+  auto f = timing_flags(r);
+  ASSERT_TRUE(f.noise.has_value());
+  EXPECT_NEAR(*f.noise, 0.02, 1e-12);
+  EXPECT_TRUE(f.within_noise);  // 1 % faster than eager is inside 2 % of noise
+  EXPECT_FALSE(f.escaped_stream);
+  r.t_eager = r.t_eager_repeat = 2e-3;  // twice as fast: far outside the noise
+  EXPECT_FALSE(timing_flags(r).within_noise);
+  r.t_candidate_wall = 1.1e-3;  // host time close to event time: nothing escaped
+  EXPECT_FALSE(timing_flags(r).escaped_stream);
+  r.t_candidate_wall = 5e-3;  // 4 ms of work the timed stream never saw
+  EXPECT_TRUE(timing_flags(r).escaped_stream);
+  r.t_candidate = 1e-5;
+  r.t_candidate_wall = 1.5e-4;  // tiny: launch overhead, not escaped work
+  EXPECT_FALSE(timing_flags(r).escaped_stream);
+}
+
 TEST(SuiteMetrics, PaperDefinitions) {
   auto ok = [](double t, double eager, double compile) {
     EvalResult r;
