@@ -153,6 +153,10 @@ OrderedJson record_json(const BenchRecord& r) {
     const auto flags = sandbox::timing_flags(e);
     j["within_noise"] = flags.within_noise;
     j["escaped_stream"] = flags.escaped_stream;
+    // Faster than half the roofline floor (every input read once, every output written once, at the
+    // measured ceilings) is physically suspect: flagged for a person to look at. A rewrite that
+    // provably skips an input (a constant output) can be legitimately below it.
+    j["below_floor"] = !e.predicted && r.floor_seconds && *e.t_candidate < 0.5 * *r.floor_seconds;
   }
   j["t_floor_ms"] = optional_ms(r.floor_seconds);
   j["t_predicted_ms"] = optional_ms(r.predicted_seconds);
