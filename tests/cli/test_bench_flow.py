@@ -52,6 +52,8 @@ def test_bench_gpu_flow_with_a_stand_in_harness(tmp_path):
     by = {p["problem"]: p for p in doc["problems"]}
     assert by["19_ReLU"]["outcome"] == "ok" and by["19_ReLU"]["reward"] == 3
     assert by["19_ReLU"]["t_candidate_ms"] == 1.0 and by["19_ReLU"]["samples"] == 4
+    # The stand-in's 1 ms for a 6 GiB ReLU is under half its 3 ms roofline floor: flagged.
+    assert by["19_ReLU"]["below_floor"] is True and by["21_Sigmoid"]["below_floor"] is False
     assert by["20_LeakyReLU"]["outcome"] == "wrong_answer" and by["20_LeakyReLU"]["reward"] == -1
     assert by["20_LeakyReLU"]["t_candidate_ms"] is None
     assert by["21_Sigmoid"]["reward"] == 1  # correct, slower than eager
