@@ -18,6 +18,7 @@
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "base/table.h"
+#include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "cli/evaluate.h"
 #include "cli/pipeline.h"
@@ -29,24 +30,6 @@ namespace kforge::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-struct BenchProblem {
-  std::string level;  // the directory it came from: "level1"
-  std::string name;   // the file stem: "19_ReLU"
-  fs::path path;
-};
-
-struct BenchRecord {
-  BenchProblem problem;
-  fs::path out_dir;
-  bool built = false;
-  sandbox::EvalResult result;
-  std::optional<double> floor_seconds;      // cost model floor of the graph
-  std::optional<double> predicted_seconds;  // cost model time of the candidate
-  double build_seconds = 0;
-  double verify_seconds = 0;
-  bool skipped = true;  // no final result yet (not reached before --time-limit): left out of tables and JSON
-};
 
 std::set<std::string> split_list(const std::string& s) {
   std::set<std::string> out;
@@ -129,179 +112,6 @@ std::string kforge_commit() {
                            {.timeout_seconds = 10});
   if (dirty.is_ok() && dirty->ok() && !dirty->output.empty()) s += "+dirty";
   return s;
-}
-
-OrderedJson optional_ms(const std::optional<double>& s) {
-  return s ? OrderedJson(*s * 1e3) : OrderedJson(nullptr);
-}
-
-OrderedJson record_json(const BenchRecord& r) {
-  const auto& e = r.result;
-  OrderedJson j;
-  j["level"] = r.problem.level;
-  j["problem"] = r.problem.name;
-  j["outcome"] = sandbox::outcome_name(e.outcome);
-  j["correct"] = e.outcome == sandbox::Outcome::kOk && !e.predicted;
-  j["predicted"] = e.predicted;
-  j["t_candidate_ms"] = optional_ms(e.t_candidate);
-  j["t_eager_ms"] = optional_ms(e.t_eager);
-  j["t_compile_ms"] = optional_ms(e.t_compile);
-  j["t_candidate_repeat_ms"] = optional_ms(e.t_candidate_repeat);
-  j["t_eager_repeat_ms"] = optional_ms(e.t_eager_repeat);
-  j["t_candidate_wall_ms"] = optional_ms(e.t_candidate_wall);
-  if (e.t_candidate) {
-    const auto flags = sandbox::timing_flags(e);
-    j["within_noise"] = flags.within_noise;
-    j["escaped_stream"] = flags.escaped_stream;
-    // Faster than half the roofline floor (every input read once, every output written once, at the
-    // measured ceilings) is physically suspect: flagged for a person to look at. A rewrite that
-    // provably skips an input (a constant output) can be legitimately below it.
-    j["below_floor"] = !e.predicted && r.floor_seconds && *e.t_candidate < 0.5 * *r.floor_seconds;
-  }
-  j["t_floor_ms"] = optional_ms(r.floor_seconds);
-  j["t_predicted_ms"] = optional_ms(r.predicted_seconds);
-  j["max_abs_err"] = e.max_abs_err ? OrderedJson(*e.max_abs_err) : OrderedJson(nullptr);
-  j["max_rel_err"] = e.max_rel_err ? OrderedJson(*e.max_rel_err) : OrderedJson(nullptr);
-  auto reward = sandbox::milestone_reward(e);
-  j["reward"] = reward ? OrderedJson(*reward) : OrderedJson(nullptr);
-  j["samples"] = e.samples;
-  j["build_seconds"] = r.build_seconds;
-  j["verify_seconds"] = r.verify_seconds;
-  j["out_dir"] = r.out_dir.string();
-  if (!e.message.empty()) j["message"] = e.message.substr(0, 4000);
-  return j;
-}
-
-std::optional<double> seconds_of(const Json& j, const char* key_ms) {
-  auto it = j.find(key_ms);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>() * 1e-3;
-}
-
-// A record of an earlier run's bench.json, as `record_json` wrote it (for --resume).
-std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fresh, const Json& top) {
-  auto outcome = sandbox::outcome_from_name(j.value("outcome", ""));
-  if (!outcome) return std::nullopt;
-  BenchRecord r = fresh;
-  r.skipped = false;
-  r.result.outcome = *outcome;
-  r.result.predicted = j.value("predicted", true);
-  r.result.protocol = top.value("protocol", "");
-  r.result.device = r.result.predicted ? "cpu (roofline of NVIDIA H200)" : top.value("device", "");
-  r.result.torch_version = top.value("torch", "");
-  r.result.t_candidate = seconds_of(j, "t_candidate_ms");
-  r.result.t_eager = seconds_of(j, "t_eager_ms");
-  r.result.t_compile = seconds_of(j, "t_compile_ms");
-  r.result.t_candidate_repeat = seconds_of(j, "t_candidate_repeat_ms");
-  r.result.t_eager_repeat = seconds_of(j, "t_eager_repeat_ms");
-  r.result.t_candidate_wall = seconds_of(j, "t_candidate_wall_ms");
-  if (j.contains("max_abs_err") && j["max_abs_err"].is_number()) r.result.max_abs_err = j["max_abs_err"].get<double>();
-  if (j.contains("max_rel_err") && j["max_rel_err"].is_number()) r.result.max_rel_err = j["max_rel_err"].get<double>();
-  r.result.samples = j.value("samples", 0);
-  r.result.message = j.value("message", "");
-  r.floor_seconds = seconds_of(j, "t_floor_ms");
-  r.predicted_seconds = seconds_of(j, "t_predicted_ms");
-  r.build_seconds = j.value("build_seconds", 0.0);
-  r.verify_seconds = j.value("verify_seconds", 0.0);
-  r.built = *outcome != sandbox::Outcome::kCompileError && *outcome != sandbox::Outcome::kForbidden;
-  return r;
-}
-
-OrderedJson metrics_json(const sandbox::SuiteMetrics& m) {
-  auto opt = [](const std::optional<double>& v) { return v ? OrderedJson(*v) : OrderedJson(nullptr); };
-  OrderedJson j;
-  j["problems"] = m.problems;
-  j["built"] = m.built;
-  j["correct"] = m.correct;
-  j["timed"] = m.timed;
-  j["pass_rate"] = m.predicted ? OrderedJson(nullptr) : OrderedJson(m.pass_rate);
-  j["faster_than_eager"] = opt(m.faster_than_eager);
-  j["faster_than_compile"] = opt(m.faster_than_compile);
-  j["speedup_vs_eager"] = opt(m.speedup_vs_eager);
-  j["speedup_vs_compile"] = opt(m.speedup_vs_compile);
-  j["median_floor_over_t"] = opt(m.median_floor_ratio);
-  j["mean_reward"] = opt(m.mean_reward);
-  j["max_repeat_diff"] = opt(m.max_repeat_diff);
-  j["predicted"] = m.predicted;
-  return j;
-}
-
-sandbox::SuiteMetrics metrics_of(const std::vector<const BenchRecord*>& rs) {
-  std::vector<sandbox::EvalResult> results;
-  std::vector<std::optional<double>> floors;
-  for (const auto* r : rs) {
-    results.push_back(r->result);
-    floors.push_back(r->floor_seconds);
-  }
-  return sandbox::suite_metrics(results, floors);
-}
-
-// Records per level and "all"; problems skipped for the time limit are left out of every metric.
-std::map<std::string, std::vector<const BenchRecord*>> by_level(const std::vector<BenchRecord>& records) {
-  std::map<std::string, std::vector<const BenchRecord*>> out;
-  for (const auto& r : records) {
-    if (r.skipped) continue;
-    out[r.problem.level].push_back(&r);
-    out["all"].push_back(&r);
-  }
-  return out;
-}
-
-std::string percent(const std::optional<double>& v) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * *v);
-  return buf;
-}
-
-std::string times(const std::optional<double>& v) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2fx", *v);
-  return buf;
-}
-
-std::string fixed2(const std::optional<double>& v) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", *v);
-  return buf;
-}
-
-std::string percent_1(const std::optional<double>& v) {
-  if (!v) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * *v);
-  return buf;
-}
-
-std::vector<std::string> summary_row(const std::string& level, const sandbox::SuiteMetrics& m) {
-  return {level,
-          std::to_string(m.problems),
-          std::to_string(m.built),
-          m.predicted ? "-" : std::to_string(m.correct),
-          m.predicted ? "-" : percent(m.pass_rate),
-          percent(m.faster_than_eager),
-          percent(m.faster_than_compile),
-          times(m.speedup_vs_eager),
-          times(m.speedup_vs_compile),
-          times(m.median_floor_ratio),
-          fixed2(m.mean_reward),
-          percent_1(m.max_repeat_diff)};
-}
-
-std::string summary_table(const std::vector<BenchRecord>& records) {
-  Table t({"level", "problems", "built", "correct", "pass", "faster>eager", "faster>compile", "speedup/eager",
-           "speedup/compile", "floor/t", "reward", "noise"});
-  auto levels = by_level(records);
-  for (const auto& [level, rs] : levels) {
-    if (level != "all") t.add_row(summary_row(level, metrics_of(rs)));
-  }
-  if (levels.size() > 2) {
-    t.add_rule();
-    t.add_row(summary_row("all", metrics_of(levels["all"])));
-  }
-  return t.render();
 }
 
 // The whole run's state, shared by the builder, verifier and profiler threads.

@@ -1,0 +1,45 @@
+// The records of a bench run and how they read: JSON (bench.json, and back for --resume), the
+// paper's metrics per level, and the table for people.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "sandbox/metrics.h"
+#include "sandbox/result.h"
+
+namespace kforge::cli {
+
+struct BenchProblem {
+  std::string level;  // the directory it came from: "level1"
+  std::string name;   // the file stem: "19_ReLU"
+  std::filesystem::path path;
+};
+
+struct BenchRecord {
+  BenchProblem problem;
+  std::filesystem::path out_dir;
+  bool built = false;
+  sandbox::EvalResult result;
+  std::optional<double> floor_seconds;      // cost model floor of the graph
+  std::optional<double> predicted_seconds;  // cost model time of the candidate
+  double build_seconds = 0;
+  double verify_seconds = 0;
+  bool skipped = true;  // no final result yet (not reached before --time-limit): left out of tables and JSON
+};
+
+// One problem's record as bench.json holds it; and back, for --resume (nullopt: not a final result).
+OrderedJson record_json(const BenchRecord& r);
+std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fresh, const Json& top);
+
+// Records per level and "all"; problems skipped for the time limit are left out of every metric.
+std::map<std::string, std::vector<const BenchRecord*>> by_level(const std::vector<BenchRecord>& records);
+sandbox::SuiteMetrics metrics_of(const std::vector<const BenchRecord*>& rs);
+OrderedJson metrics_json(const sandbox::SuiteMetrics& m);
+std::string summary_table(const std::vector<BenchRecord>& records);
+
+}  // namespace kforge::cli
