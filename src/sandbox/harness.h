@@ -4,13 +4,12 @@
 // worker, which is killed with its whole process group and started afresh for the next request.
 #pragma once
 
-#include <sys/types.h>
-
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "base/json.h"
+#include "base/line_worker.h"
 #include "base/status.h"
 #include "sandbox/isolation.h"
 #include "sandbox/result.h"
@@ -47,24 +46,19 @@ class HarnessWorker {
   // error means kforge itself cannot run the harness (no python, no kforge tree).
   StatusOr<EvalResult> evaluate(const EvalRequest& request);
 
-  int starts() const { return starts_; }  // worker processes started so far (1 + restarts)
+  int starts() const { return process_.starts(); }  // worker processes started so far (1 + restarts)
   // How the last worker was isolated ("bubblewrap (...); cgroup v2: ..."), empty before the first.
   const std::string& isolation() const { return isolation_.description; }
 
  private:
   Status start();
   void stop();
-  std::string stderr_tail() const;
 
   HarnessOptions options_;
-  pid_t pid_ = -1;
-  int to_worker_ = -1;
-  int from_worker_ = -1;
-  std::string pending_;  // bytes read past the last complete line
-  std::filesystem::path stderr_log_;
+  LineWorker process_;
+  LineWorkerSpec spec_;
   std::filesystem::path scratch_;
   Isolation isolation_;
-  int starts_ = 0;
 };
 
 // The harness's JSON answer as the result type (unknown outcomes become runtime_fault).

@@ -1,0 +1,91 @@
+// The seed library's table and its coverage of ops.def.
+#include "synth/seed_library.h"
+
+#include <map>
+
+#include "ir/op_registry.h"
+
+namespace kforge::synth {
+
+namespace {
+
+// Registry ops no library class yields, and why (a unit test keeps this list complete).
+const std::map<std::string, std::string>& uncovered_reasons() {
+  static const std::map<std::string, std::string> reasons = {
+      {"identity", "no work: the importer's node for an output that is an input or parameter itself"},
+      {"dropout", "stochastic (nn.Dropout, F.dropout, ...): the paper's filter excludes random operators"},
+      {"cast", "tasks are fp32 end to end, as KernelBench's; dtype casts are not sampled"},
+      {"eq", "float equality on random inputs is (almost) never true; gt/lt/ge/le are sampled inside torch.where"},
+      {"ne", "float inequality on random inputs is (almost) always true; gt/lt/ge/le are sampled inside torch.where"},
+      {"diag", "2-D only: every synthesized task keeps a batch dimension"},
+      {"expand", "a broadcasting view (x.expand) with no work of its own: not an operator class"},
+      {"full", "a constant made inside forward (torch.zeros/ones/full): not an operator class of its own"},
+      {"reshape", "written through torch.flatten / nn.Flatten / view"},
+  };
+  return reasons;
+}
+
+}  // namespace
+
+SeedLibrary::SeedLibrary() {
+  add_linear_ops(ops_);
+  add_convolution_ops(ops_);
+  add_activation_ops(ops_);
+  add_elementwise_ops(ops_);
+  add_normalization_ops(ops_);
+  add_pooling_ops(ops_);
+  add_reduction_ops(ops_);
+  add_loss_ops(ops_);
+  add_attention_ops(ops_);
+  add_layout_ops(ops_);
+}
+
+const SeedLibrary& SeedLibrary::get() {
+  static const SeedLibrary lib;
+  return lib;
+}
+
+const SeedOp* SeedLibrary::find(std::string_view name) const {
+  for (const auto& op : ops_) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+std::vector<RegistryCoverage> registry_coverage(const SeedLibrary& lib) {
+  std::vector<RegistryCoverage> out;
+  for (const auto& info : ir::all_ops()) {
+    RegistryCoverage c;
+    c.op = info.name;
+    for (const auto& op : lib.ops()) {
+      for (const auto& r : op.registry_ops) {
+        if (r == info.name) c.classes.push_back(op.name);
+      }
+    }
+    if (c.classes.empty()) {
+      auto it = uncovered_reasons().find(info.name);
+      c.reason = it != uncovered_reasons().end() ? it->second : "";
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+const std::vector<OutsideRegistry>& classes_outside_registry() {
+  static const std::vector<OutsideRegistry> list = {
+      {"transformers library operators (standalone tasks in the paper)",
+       "the transformers package is not a dependency of kforge; its blocks are not in ops.def"},
+      {"torch.nn.MultiheadAttention, torch.nn.Transformer*",
+       "F.multi_head_attention_forward is not in ops.def (its pieces are: linear, sdpa, softmax)"},
+      {"torch.nn.RNN/LSTM/GRU", "recurrences are not in ops.def"},
+      {"torch.nn.Embedding, torch.gather/scatter/index_select", "indexing ops are not in ops.def"},
+      {"torch.nn.Upsample, F.interpolate, nn.PixelShuffle", "resampling is not in ops.def"},
+      {"torch.nn.LocalResponseNorm, nn.Bilinear, nn.Unfold/Fold, nn.CosineSimilarity",
+       "not in ops.def (the importer rejects them)"},
+      {"torch.sort/topk/unique/nonzero", "sorting and data-dependent shapes are not in ops.def"},
+      {"torch.nn.Dropout*, torch.rand*/randn*/bernoulli in forward", "stochastic: excluded by the paper's filter"},
+  };
+  return list;
+}
+
+}  // namespace kforge::synth
