@@ -37,7 +37,7 @@ bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new wor
 for part in "$@"; do
   case "$part" in
     tests)
-      timeout 240 $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs tests/gpu > "$OUT/gpu-tests.txt" 2>&1
+      timeout 420 $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs tests/gpu > "$OUT/gpu-tests.txt" 2>&1
       echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
       pkill -9 -f kforge.harness ;;
     cuda-agent) bench cuda-agent 300 --trials 10 ;;

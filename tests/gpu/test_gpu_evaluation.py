@@ -54,7 +54,8 @@ def test_a_correct_handwritten_candidate_passes(tmp_path):
 
 
 def test_wrong_values_are_a_wrong_answer(tmp_path):
-    rc, res = evaluate(candidate(tmp_path, "return torch.relu(x) * 1.001 + 1e-3"))
+    # 5 % + 0.05 off: outside cuda-agent's atol = rtol = 1e-2 (0.1 % + 1e-3 was inside it).
+    rc, res = evaluate(candidate(tmp_path, "return torch.relu(x) * 1.05 + 0.05"))
     assert rc == 1 and res["outcome"] == "wrong_answer", res
 
 

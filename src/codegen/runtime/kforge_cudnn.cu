@@ -19,8 +19,12 @@
 //    out when its engine has the numerical note DOWN_CONVERT_INPUTS, NONDETERMINISTIC when asked to be
 //    deterministic, TENSOR_CORE when asked to be exact (torch with allow_tf32 = False), or when it
 //    is on torch's errata list (below). The first configuration whose plan finalizes, whose
-//    workspace fits (torch would run out of memory instead) and whose execution returns success
-//    computes the result and is cached per kernel, device and alignments, as torch caches it.
+//    workspace can be allocated and whose execution returns success computes the result and is
+//    cached per kernel, device and alignments, as torch caches it. Torch allocates each plan's
+//    workspace from its caching allocator, however large (4.3 GB for some KernelBench transposed
+//    convolutions), and moves to the next configuration only when that allocation fails; so a plan
+//    whose workspace is larger than the program's scratch (ctx->workspace) gets a per-device buffer
+//    that only grows, and the configuration is skipped only when cudaMalloc fails.
 //  - torch adds a bias with a separate elementwise kernel afterwards; so do the emitted kernels.
 // Cached plans are never destroyed (torch leaks its cache too: cuDNN can be unloaded before static
 // destructors run). KFORGE_CUDNN_LOG=1 prints each choice to stderr, in the form of the frontend's
@@ -352,12 +356,11 @@ bool make_plan(cudnnHandle_t handle, Desc config, Descs& ds, Desc* plan, int64_t
 }
 
 // One execution: the variant pack binds 'x', 'y', 'w' to the buffers (torch's order) and the workspace.
-bool execute(cudnnHandle_t handle, Desc plan, int64_t workspace, KfContext* ctx, const KfCudnnConv* conv,
-             const void* in, const void* w, void* out, std::string* why) {
+bool execute(cudnnHandle_t handle, Desc plan, void* ws, const KfCudnnConv* conv, const void* in, const void* w,
+             void* out, std::string* why) {
   const bool bwd = conv->backward_data != 0;
   void* ptrs[3] = {bwd ? out : const_cast<void*>(in), bwd ? const_cast<void*>(in) : out, const_cast<void*>(w)};
   const int64_t uids[3] = {kUidX, kUidY, kUidW};
-  void* ws = workspace > 0 ? ctx->workspace : nullptr;
   Descs ds;
   Desc pack = nullptr;
   KF_BACKEND_SOFT(ds.create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
@@ -367,6 +370,39 @@ bool execute(cudnnHandle_t handle, Desc plan, int64_t workspace, KfContext* ctx,
   KF_BACKEND_SOFT(cudnnBackendFinalize(pack));
   KF_BACKEND_SOFT(cudnnBackendExecute(handle, plan, pack));
   return true;
+}
+
+// Scratch beyond ctx->workspace for plans that need more: one buffer per device, grown on demand and
+// kept, as torch's caching allocator keeps a workspace block. Callers hold the conv mutex.
+void* large_workspace(int device, int64_t bytes, std::string* why) {
+  static std::map<int, std::pair<void*, int64_t>>* buffers = new std::map<int, std::pair<void*, int64_t>>();
+  auto& [ptr, size] = (*buffers)[device];
+  if (bytes <= size) return ptr;
+  if (ptr != nullptr) {
+    // Work queued earlier may still read the old buffer: let it finish before freeing.
+    if (cudaDeviceSynchronize() != cudaSuccess || cudaFree(ptr) != cudaSuccess) {
+      *why = std::string("freeing the old cuDNN workspace failed: ") + cudaGetErrorString(cudaGetLastError());
+      return nullptr;
+    }
+    ptr = nullptr;
+    size = 0;
+  }
+  if (cudaMalloc(&ptr, static_cast<size_t>(bytes)) != cudaSuccess) {
+    (void)cudaGetLastError();  // out of memory is not sticky: the next configuration may fit
+    ptr = nullptr;
+    *why = "its workspace of " + std::to_string(bytes) + " bytes could not be allocated";
+    return nullptr;
+  }
+  size = bytes;
+  return ptr;
+}
+
+// The workspace a plan runs with: the program's scratch when it is large enough, else the device's
+// large buffer (nullptr and a reason when that cannot be had).
+void* workspace_for(KfContext* ctx, int64_t bytes, std::string* why) {
+  if (bytes <= 0) return nullptr;
+  if (static_cast<uint64_t>(bytes) <= ctx->workspace_bytes) return ctx->workspace;
+  return large_workspace(ctx->device, bytes, why);
 }
 
 struct Key {
@@ -423,12 +459,9 @@ int choose_and_run(cudnnHandle_t handle, KfContext* ctx, const KfCudnnConv* conv
       Desc plan = nullptr;
       int64_t workspace = 0;
       bool ok = make_plan(handle, configs[i], plan_ds, &plan, &workspace, &why);
-      if (ok && workspace > 0 && static_cast<uint64_t>(workspace) > ctx->workspace_bytes) {
-        why = "needs " + std::to_string(workspace) + " bytes of workspace, " + std::to_string(ctx->workspace_bytes) +
-              " reserved";
-        ok = false;
-      }
-      if (ok && !execute(handle, plan, workspace, ctx, conv, in, w, out, &why)) {
+      void* ws = nullptr;
+      if (ok && workspace > 0 && (ws = workspace_for(ctx, workspace, &why)) == nullptr) ok = false;
+      if (ok && !execute(handle, plan, ws, conv, in, w, out, &why)) {
         (void)cudaGetLastError();  // a failed launch inside cuDNN must not surface at the next kernel
         ok = false;
       }
@@ -482,12 +515,10 @@ extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void
     return rc;
   }
   const Chosen& c = it->second;
-  if (static_cast<uint64_t>(c.workspace) > ctx->workspace_bytes) {
-    return kf_fail(2, "%s: the cuDNN plan needs %lld bytes of workspace, %zu given", conv->name,
-                   static_cast<long long>(c.workspace), ctx->workspace_bytes);
-  }
   std::string why;
-  if (!execute(handle, c.plan, c.workspace, ctx, conv, in, w, out, &why)) {
+  void* ws = workspace_for(ctx, c.workspace, &why);
+  if (c.workspace > 0 && ws == nullptr) return kf_fail(2, "%s: the cuDNN plan's %s", conv->name, why.c_str());
+  if (!execute(handle, c.plan, ws, conv, in, w, out, &why)) {
     return kf_fail(1, "%s: %s", conv->name, why.c_str());
   }
   return 0;

@@ -39,7 +39,8 @@ struct KfCudnnConv {
   int64_t stride[3];
   int64_t dilation[3];
 };
-// Runs `conv` on ctx->stream with ctx->workspace. The first call per device and operand alignments
+// Runs `conv` on ctx->stream with ctx->workspace (or, for a plan that needs more, a per-device buffer
+// that grows on demand, as torch allocates one). The first call per device and operand alignments
 // chooses the engine (running candidates in torch's order until one succeeds); later calls run the
 // cached plan. 0 on success, else kf_fail's code.
 extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void* in, const void* w, void* out);

@@ -1,0 +1,54 @@
+// Policies behind one interface (issue #5): random, heuristic (the paper's SKILL.md priorities),
+// search (beam over Environment::fork guided by the evaluator), and learned (src/rl). An episode
+// runner that every policy, command and comparison uses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agent/env.h"
+
+namespace kforge::agent {
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string name() const = 0;  // "random", "heuristic", "search", "learned"
+  // Chooses an index into env.observation().actions. May fork `env` (search) but must not step it.
+  virtual int choose(const Environment& env, std::mt19937_64& rng) = 0;
+};
+
+std::unique_ptr<Policy> make_random_policy();
+std::unique_ptr<Policy> make_heuristic_policy();
+std::unique_ptr<Policy> make_search_policy(int beam_width = 4, int depth = 3);
+
+// One step of an episode, as training needs it.
+struct Transition {
+  std::vector<float> state_features;
+  std::vector<std::vector<float>> action_features;
+  int action = 0;
+  double reward = 0;
+  bool done = false;
+  std::string action_name;  // Action::describe()
+  std::string outcome;      // of the evaluation after the step
+};
+
+struct Episode {
+  std::string task;
+  std::string policy;
+  std::vector<Transition> transitions;
+  double reward = -1;        // milestone reward of the best correct candidate
+  bool faster_than_compile = false;
+  int turns = 0;
+  int evaluations = 0;       // evaluator calls, search look-ahead included
+  bool predicted = true;     // whether the evaluations were cost-model predictions
+  schedule::Schedule best;   // the best correct schedule found
+};
+
+// Runs `policy` on `task` from reset until done. `seed` seeds the policy's random source.
+StatusOr<Episode> run_episode(Environment& env, Policy& policy, const Task& task, uint64_t seed);
+
+}  // namespace kforge::agent
