@@ -5,6 +5,7 @@
 #                                         timed under cuda-agent (--time-limit 300 s)
 #   bench/gpu_run.sh kernelbench probe    all 150 verified under kernelbench (--time-limit 240 s), then
 #                                         the cuDNN engine probe of failing convs (conv_engine_probe.py)
+# TESTS_TIMEOUT and KERNELBENCH_LIMIT (seconds) shorten those parts to fit a call.
 # JSON, logs and tables go to $OUT (at most 8 files come back); the tables come last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,11 +38,11 @@ bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new wor
 for part in "$@"; do
   case "$part" in
     tests)
-      timeout 420 $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs tests/gpu > "$OUT/gpu-tests.txt" 2>&1
+      timeout "${TESTS_TIMEOUT:-420}" $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs tests/gpu > "$OUT/gpu-tests.txt" 2>&1
       echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
       pkill -9 -f kforge.harness ;;
     cuda-agent) bench cuda-agent 300 --trials 10 ;;
-    kernelbench) bench kernelbench 240 --no-profile ;;
+    kernelbench) bench kernelbench "${KERNELBENCH_LIMIT:-240}" --no-profile ;;
     probe)
       timeout 150 $KFORGE_PYTHON bench/conv_engine_probe.py --cands /tmp/bench-kernelbench .gpu/kb/level1/50_*.py \
         .gpu/kb/level1/57_*.py .gpu/kb/level1/76_*.py .gpu/kb/level1/81_*.py > "$OUT/conv-probe.txt" 2>&1
