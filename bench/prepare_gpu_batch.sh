@@ -13,6 +13,8 @@ rm -rf .gpu
 mkdir -p .gpu/kb .gpu/cache
 # Start from the tests' cache (same nvcc, same flags): only what changed since is compiled again.
 if [ -d build/kforge-cache ]; then cp -r build/kforge-cache/. .gpu/cache/; fi
+copied=$(date +%s)
+sleep 2  # entries the runs below create or read are newer than the copy (see prune_cache.py)
 cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 .gpu/kb/
 strip -o .gpu/kforge build/kforge
 # The GPU machine has no bubblewrap; Debian's binary runs there (DEVICE.md), found next to kforge.
@@ -25,4 +27,5 @@ for protocol in cuda-agent kernelbench; do
     --out build/gpu-batch/"$protocol" --force > build/gpu-batch-"$protocol".log 2>&1 || true
   tail -6 build/gpu-batch-"$protocol".log
 done
+python3 bench/prune_cache.py .gpu/cache "$copied"
 echo "staged .gpu/ ($(du -sh .gpu | cut -f1)) for commit $commit"

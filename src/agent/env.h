@@ -66,16 +66,19 @@ class Evaluator {
   virtual StatusOr<Evaluation> evaluate(const Task& task, const schedule::Schedule& s) = 0;
 };
 
+// The verification tolerance (atol = rtol) a protocol sets: cuda-agent 1e-2, kernelbench 1e-4.
+StatusOr<double> protocol_tolerance(const std::string& protocol);
+
 struct EnvConfig {
   int max_turns = 150;                    // the paper's 150 in training, 200 at evaluation
   std::set<std::string> disabled_skills;  // left out of the action space
 };
 
 struct Observation {
-  schedule::Schedule schedule;  // the current candidate
-  std::vector<Action> actions;  // the legal actions now; the last one is stop
-  Evaluation last;              // the evaluation of the current schedule (compiler/profiler output)
-  std::optional<Evaluation> best;  // the best correct candidate so far (by time)
+  schedule::Schedule schedule;     // the current candidate
+  std::vector<Action> actions;     // the legal actions now; the last one is stop
+  Evaluation last;                 // the evaluation of the current schedule (compiler/profiler output)
+  std::optional<Evaluation> best;  // the best correct candidate so far (by time; a tie goes to the later)
   int turn = 0;
   // Features for learned policies (agent/features.h defines them): one vector for the state, one per
   // action (same length for every action), all finite.
@@ -101,11 +104,17 @@ class Environment {
 
   const Observation& observation() const;
   bool done() const;
-  int evaluations() const;  // evaluator calls since reset (the budget policies are compared at)
+  int evaluations() const;        // evaluator calls since reset (the budget policies are compared at)
   double episode_reward() const;  // milestone reward of the best correct candidate so far (-1 if none)
+  const Task& task() const;       // the task of the last reset
+  const EnvConfig& config() const { return config_; }
+  // The best correct schedule so far (the first schedule when none was correct).
+  const schedule::Schedule& best_schedule() const;
 
  private:
   struct State;
+  void refresh_actions();  // the legal actions and the features of the current observation
+
   std::shared_ptr<Evaluator> evaluator_;
   EnvConfig config_;
   std::shared_ptr<const Task> task_;

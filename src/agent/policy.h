@@ -19,6 +19,9 @@ class Policy {
   virtual std::string name() const = 0;  // "random", "heuristic", "search", "learned"
   // Chooses an index into env.observation().actions. May fork `env` (search) but must not step it.
   virtual int choose(const Environment& env, std::mt19937_64& rng) = 0;
+  // Evaluator calls the policy made on forks (search look-ahead) since the last call; run_episode
+  // adds them to Episode::evaluations. Policies that do not look ahead spend none.
+  virtual int take_lookahead_evaluations() { return 0; }
 };
 
 std::unique_ptr<Policy> make_random_policy();
@@ -40,12 +43,12 @@ struct Episode {
   std::string task;
   std::string policy;
   std::vector<Transition> transitions;
-  double reward = -1;        // milestone reward of the best correct candidate
+  double reward = -1;  // milestone reward of the best correct candidate
   bool faster_than_compile = false;
   int turns = 0;
-  int evaluations = 0;       // evaluator calls, search look-ahead included
-  bool predicted = true;     // whether the evaluations were cost-model predictions
-  schedule::Schedule best;   // the best correct schedule found
+  int evaluations = 0;      // evaluator calls, search look-ahead included
+  bool predicted = true;    // whether the evaluations were cost-model predictions
+  schedule::Schedule best;  // the best correct schedule found
 };
 
 // Runs `policy` on `task` from reset until done. `seed` seeds the policy's random source.

@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/evaluate.h"
 #include "cli/pipeline.h"
+#include "costmodel/measurements.h"
 #include "sandbox/metrics.h"
 #include "sandbox/toolchain.h"
 
@@ -133,6 +134,14 @@ class BenchRun {
   Status resume_from(const Json& earlier);
 
   int run();
+  // Opens --db (the measurement database) before the run, so a bad path fails before any work.
+  Status open_db() {
+    if (args_.db.empty()) return Status::ok();
+    auto db = costmodel::MeasurementDb::open(args_.db);
+    if (!db.is_ok()) return db.status();
+    db_ = std::move(db).value();
+    return Status::ok();
+  }
 
  private:
   void build_loop();
@@ -157,6 +166,8 @@ class BenchRun {
   }
   void save();
   OrderedJson report() const;
+  // Adds r's measurement to --db (when given and r was timed on the GPU); a failure is reported, not fatal.
+  void record_measurement(const BenchRecord& r);
 
   const BenchArgs& args_;
   Protocol protocol_;
@@ -172,7 +183,8 @@ class BenchRun {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::string torch_;
   int resumed_ = 0;
-  std::string isolation_;  // how the harness workers were isolated (from the first one)
+  std::string isolation_;                         // how the harness workers were isolated (from the first one)
+  std::unique_ptr<costmodel::MeasurementDb> db_;  // --db
 };
 
 Status BenchRun::resume_from(const Json& earlier) {
@@ -222,6 +234,8 @@ void BenchRun::build_loop() {
     } else {
       r.floor_seconds = turn->built.cost.floor_seconds;
       r.predicted_seconds = turn->built.cost.seconds;
+      r.features = costmodel::candidate_features(turn->graph, turn->sched, turn->built.cost);
+      r.schedule_hash = costmodel::schedule_hash(turn->graph, turn->sched);
       r.built = turn->built.build.ok;
       r.result = predicted_result(turn->built, protocol_);
       if (device_ == "cuda") {
@@ -336,8 +350,17 @@ void BenchRun::profile_all() {
                   res->t_compile ? format_seconds(*res->t_compile).c_str() : "-",
                   sandbox::milestone_reward(r.result).value_or(0));
     progress(r, line);
+    record_measurement(r);
     save();
   }
+}
+
+void BenchRun::record_measurement(const BenchRecord& r) {
+  if (!db_) return;
+  auto m = measurement_of(r, report());
+  if (!m) return;
+  Status st = db_->record(*m);
+  if (!st.is_ok()) progress(r, "not recorded in " + args_.db + ": " + st.message());
 }
 
 OrderedJson BenchRun::report() const {
@@ -515,6 +538,14 @@ int run_bench(const BenchArgs& a) {
       return kExitUserError;
     }
   }
+  if (auto s = run.open_db(); !s.is_ok()) {
+    std::fprintf(stderr, "kforge bench: error: --db: %s\n", s.message().c_str());
+    return kExitUserError;
+  }
+  if (!a.db.empty() && device.value() != "cuda")
+    std::fprintf(stderr,
+                 "kforge bench: --db %s: nothing is recorded without a GPU (predicted times are not measurements)\n",
+                 a.db.c_str());
   return run.run();
 }
 

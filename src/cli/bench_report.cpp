@@ -97,8 +97,45 @@ OrderedJson record_json(const BenchRecord& r) {
   j["build_seconds"] = r.build_seconds;
   j["verify_seconds"] = r.verify_seconds;
   j["out_dir"] = r.out_dir.string();
+  if (!r.schedule_hash.empty()) j["schedule_hash"] = r.schedule_hash;
+  if (!r.features.empty()) {
+    OrderedJson f;
+    const auto& names = costmodel::feature_names();
+    for (size_t i = 0; i < names.size() && i < r.features.size(); ++i) f[names[i]] = r.features[i];
+    j["features"] = f;
+  }
   if (!e.message.empty()) j["message"] = e.message.substr(0, 4000);
   return j;
+}
+
+// Features as record_json wrote them; empty when absent or written by a kforge with other features.
+std::vector<double> features_from_json(const Json& j) {
+  std::vector<double> out;
+  if (!j.contains("features") || !j["features"].is_object()) return out;
+  for (const auto& name : costmodel::feature_names()) {
+    if (!j["features"].contains(name) || !j["features"][name].is_number()) return {};
+    out.push_back(j["features"][name].get<double>());
+  }
+  return out;
+}
+
+std::optional<costmodel::Measurement> measurement_of(const BenchRecord& r, const Json& top) {
+  const auto& e = r.result;
+  if (e.predicted || e.outcome != sandbox::Outcome::kOk || !e.t_candidate || !r.predicted_seconds ||
+      r.features.empty() || r.schedule_hash.empty())
+    return std::nullopt;
+  costmodel::Measurement m;
+  m.problem = r.problem.level + "/" + r.problem.name;
+  m.protocol = top.value("protocol", e.protocol);
+  m.device = top.value("device", e.device);
+  m.torch = top.value("torch", e.torch_version);
+  m.commit = top.value("commit", "");
+  m.date = top.value("date", "");
+  m.schedule_hash = r.schedule_hash;
+  m.predicted_seconds = *r.predicted_seconds;
+  m.measured_seconds = *e.t_candidate;
+  m.features = r.features;
+  return m;
 }
 
 // A record of an earlier run's bench.json, as `record_json` wrote it (for --resume).
@@ -126,6 +163,8 @@ std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fr
   r.predicted_seconds = seconds_of(j, "t_predicted_ms");
   r.build_seconds = j.value("build_seconds", 0.0);
   r.verify_seconds = j.value("verify_seconds", 0.0);
+  r.schedule_hash = j.value("schedule_hash", "");
+  r.features = features_from_json(j);
   r.built = *outcome != sandbox::Outcome::kCompileError && *outcome != sandbox::Outcome::kForbidden;
   return r;
 }

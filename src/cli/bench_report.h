@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "costmodel/measurements.h"
 #include "sandbox/metrics.h"
 #include "sandbox/result.h"
 
@@ -29,12 +30,21 @@ struct BenchRecord {
   std::optional<double> predicted_seconds;  // cost model time of the candidate
   double build_seconds = 0;
   double verify_seconds = 0;
-  bool skipped = true;  // no final result yet (not reached before --time-limit): left out of tables and JSON
+  std::string schedule_hash;     // costmodel::schedule_hash of the candidate built
+  std::vector<double> features;  // costmodel::candidate_features (the measurement database's columns)
+  bool skipped = true;           // no final result yet (not reached before --time-limit): left out of tables and JSON
 };
 
 // One problem's record as bench.json holds it; and back, for --resume (nullopt: not a final result).
 OrderedJson record_json(const BenchRecord& r);
 std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fresh, const Json& top);
+
+// A record's features as record_json wrote them (empty: absent, or another kforge's feature set).
+std::vector<double> features_from_json(const Json& j);
+
+// The measurement-database row of a record that was measured on a GPU (correct and timed, with
+// features); nullopt otherwise. `top` is the report (device, torch, protocol, commit, date).
+std::optional<costmodel::Measurement> measurement_of(const BenchRecord& r, const Json& top);
 
 // Records per level and "all"; problems skipped for the time limit are left out of every metric.
 std::map<std::string, std::vector<const BenchRecord*>> by_level(const std::vector<BenchRecord>& records);

@@ -1,0 +1,81 @@
+// CostModelEvaluator: predicted times and the milestone reward on them.
+#include "agent/cost_model_evaluator.h"
+
+#include "costmodel/roofline.h"
+#include "schedule/planner.h"
+#include "skills/fuse_elementwise.h"
+#include "skills/precision.h"
+
+namespace kforge::agent {
+
+namespace {
+
+constexpr const char* kPredictedDevice = "cpu (roofline of NVIDIA H200)";
+
+std::string task_key(const Task& task) {
+  return task.name + "|" + task.protocol + "|" + std::to_string(task.graph.nodes().size());
+}
+
+}  // namespace
+
+int milestone_reward_of_times(const sandbox::EvalResult& r) {
+  if (r.outcome != sandbox::Outcome::kOk) return -1;
+  if (!r.t_candidate || !r.t_eager) return 1;
+  const double t = *r.t_candidate;
+  const bool beats_eager = t < 0.95 * *r.t_eager;
+  const bool beats_compile = r.t_compile && t < 0.95 * *r.t_compile;
+  if (beats_eager && beats_compile) return 3;
+  if (beats_eager) return 2;
+  return 1;
+}
+
+StatusOr<PredictedBaselines> predicted_baselines(const Task& task) {
+  KF_ASSIGN_OR_RETURN(double tolerance, protocol_tolerance(task.protocol));
+  const ir::Graph& g = task.graph;
+  schedule::Schedule eager = schedule::plan_one_kernel_per_op(g, {.precision = "fp32", .tolerance = tolerance});
+  schedule::Schedule compiled = eager;
+  for (size_t guard = 0; guard < g.nodes().size() + 1; ++guard) {
+    auto sites = skills::fuse_elementwise_sites(g, compiled);
+    if (sites.empty()) break;
+    KF_ASSIGN_OR_RETURN(compiled, skills::fuse_elementwise(g, compiled, sites.front()));
+  }
+  return PredictedBaselines{costmodel::program_cost(g, eager).seconds, costmodel::program_cost(g, compiled).seconds};
+}
+
+StatusOr<PredictedBaselines> CostModelEvaluator::baselines(const Task& task) {
+  const std::string key = task_key(task);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = baselines_.find(key);
+    if (it != baselines_.end()) return it->second;
+  }
+  KF_ASSIGN_OR_RETURN(PredictedBaselines b, predicted_baselines(task));
+  std::lock_guard<std::mutex> lock(mutex_);
+  baselines_.emplace(key, b);
+  return b;
+}
+
+StatusOr<Evaluation> CostModelEvaluator::evaluate(const Task& task, const schedule::Schedule& s) {
+  KF_ASSIGN_OR_RETURN(PredictedBaselines base, baselines(task));
+  Evaluation e;
+  sandbox::EvalResult& r = e.result;
+  r.protocol = task.protocol;
+  r.device = kPredictedDevice;
+  r.predicted = true;
+  r.t_eager = base.t_eager;
+  r.t_compile = base.t_compile;
+  if (Status st = schedule::check_schedule(task.graph, s); !st.is_ok()) {
+    r.outcome = sandbox::Outcome::kCompileError;
+    r.message = st.message();
+  } else if (s.precision != "fp32" && s.precision != "3xtf32" && s.tolerance < skills::kTf32MinTolerance) {
+    r.outcome = sandbox::Outcome::kWrongAnswer;
+    r.message = "precision " + s.precision + " cannot keep the tolerance " + std::to_string(s.tolerance);
+  } else {
+    r.outcome = sandbox::Outcome::kOk;
+    r.t_candidate = costmodel::program_cost(task.graph, s).seconds;
+  }
+  e.reward = milestone_reward_of_times(r);
+  return e;
+}
+
+}  // namespace kforge::agent

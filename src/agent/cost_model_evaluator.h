@@ -1,0 +1,43 @@
+// The evaluator every machine has: the roofline cost model (costmodel/roofline.h). Its times are
+// predictions for an H200 and are labelled so; correctness comes from the skills' legality checks.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "agent/env.h"
+
+namespace kforge::agent {
+
+// The milestone reward (DESIGN.md, the paper's Eq. 1) on whatever times `r` holds, predicted or
+// measured: -1 unless ok; 3 if t < 0.95 t_eager and t < 0.95 t_compile; 2 if t < 0.95 t_eager; else 1
+// (also 1 when a time is missing). sandbox::milestone_reward is the same rule for measured results.
+int milestone_reward_of_times(const sandbox::EvalResult& r);
+
+// Predicted baselines of a task: eager = the first schedule (one kernel per op, fp32);
+// torch.compile = that schedule with every fuse_elementwise site applied (inductor fuses pointwise
+// chains), fp32.
+struct PredictedBaselines {
+  double t_eager = 0;
+  double t_compile = 0;
+};
+StatusOr<PredictedBaselines> predicted_baselines(const Task& task);
+
+class CostModelEvaluator : public Evaluator {
+ public:
+  std::string name() const override { return "cost model (predicted)"; }
+  // ok with the predicted time when the schedule is well-formed and its precision fits the task's
+  // tolerance; wrong_answer when the precision exceeds the tolerance; compile_error when the
+  // schedule is malformed. Thread-safe (baselines are cached per task under a lock).
+  StatusOr<Evaluation> evaluate(const Task& task, const schedule::Schedule& s) override;
+
+ private:
+  StatusOr<PredictedBaselines> baselines(const Task& task);
+
+  std::mutex mutex_;
+  std::map<std::string, PredictedBaselines> baselines_;  // by task name, protocol and node count
+};
+
+}  // namespace kforge::agent

@@ -1,0 +1,180 @@
+// The random, heuristic and search policies, and the episode runner.
+#include "agent/policy.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "agent/features.h"
+
+namespace kforge::agent {
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// The time of the best correct candidate so far (infinity when there is none).
+double best_time(const Environment& env) {
+  const auto& best = env.observation().best;
+  if (!best || best->result.outcome != sandbox::Outcome::kOk) return kInfinity;
+  return best->result.t_candidate.value_or(kInfinity);
+}
+
+int stop_index(const Environment& env) {
+  return static_cast<int>(env.observation().actions.size()) - 1;
+}
+
+class RandomPolicy : public Policy {
+ public:
+  std::string name() const override { return "random"; }
+  int choose(const Environment& env, std::mt19937_64& rng) override {
+    std::uniform_int_distribution<int> pick(0, stop_index(env));
+    return pick(rng);
+  }
+};
+
+// The paper's SKILL.md priorities: algorithmic changes and fusion first, then hardware utilisation
+// (precision, library engines, CUDA graphs, layouts), then tuning (tiles, vector widths, block sizes).
+// A skill not named here is tuning.
+int skill_tier(const std::string& skill) {
+  if (skill == "fuse_elementwise") return 0;
+  if (skill == "tf32_contractions" || skill == "cudnn_fastest_engine") return 1;
+  return 2;
+}
+
+// The heuristic's choice: the first site of the highest-priority tier that the cost model does not
+// predict to slow the program down; stop when every site would. A site predicted to change nothing is
+// taken too: the roofline cannot see some gains (cuDNN's engine choice), and the default planner
+// takes every site, so the heuristic's schedule is at least the planner's.
+int heuristic_choice(const Environment& env) {
+  const Observation& obs = env.observation();
+  int chosen = stop_index(env);
+  int chosen_tier = std::numeric_limits<int>::max();
+  for (int i = 0; i < stop_index(env); ++i) {
+    const auto& f = obs.action_features[static_cast<size_t>(i)];
+    if (f[kActionApplyFailed] > 0 || f[kActionCostChange] > 1e-9) continue;
+    const int tier = skill_tier(obs.actions[static_cast<size_t>(i)].skill);
+    if (tier < chosen_tier) {
+      chosen = i;
+      chosen_tier = tier;
+    }
+  }
+  return chosen;
+}
+
+class HeuristicPolicy : public Policy {
+ public:
+  std::string name() const override { return "heuristic"; }
+  int choose(const Environment& env, std::mt19937_64& rng) override { return heuristic_choice(env); }
+};
+
+// Beam search over forks: expands every skill action of the beam's environments for `depth` turns,
+// keeps the `beam_width` with the fastest best candidate, and returns the first action of the path
+// that reached the fastest correct candidate; when no path beats the current best, the heuristic's
+// choice (which takes sites the evaluator sees no change for, and stops before predicted losses).
+class SearchPolicy : public Policy {
+ public:
+  SearchPolicy(int beam_width, int depth) : beam_width_(std::max(1, beam_width)), depth_(std::max(1, depth)) {}
+  std::string name() const override { return "search"; }
+  int take_lookahead_evaluations() override { return std::exchange(lookahead_, 0); }
+
+  int choose(const Environment& env, std::mt19937_64& rng) override {
+    struct Candidate {
+      Environment env;
+      int first_action;
+      double time;
+    };
+    double best = best_time(env);
+    int best_first = -1;
+    std::vector<Candidate> frontier;
+    frontier.push_back({env.fork(), -1, best});
+    for (int d = 0; d < depth_ && !frontier.empty(); ++d) {
+      std::vector<Candidate> children;
+      for (const auto& node : frontier) {
+        if (node.env.done()) continue;
+        const int skill_actions = static_cast<int>(node.env.observation().actions.size()) - 1;
+        for (int i = 0; i < skill_actions; ++i) {
+          Environment child = node.env.fork();
+          auto stepped = child.step(i);
+          if (!stepped.is_ok()) continue;
+          lookahead_ += child.evaluations() - node.env.evaluations();
+          const double t = best_time(child);
+          const int first = d == 0 ? i : node.first_action;
+          if (t < best * (1 - 1e-9)) {
+            best = t;
+            best_first = first;
+          }
+          children.push_back({std::move(child), first, t});
+        }
+      }
+      std::stable_sort(children.begin(), children.end(),
+                       [](const Candidate& a, const Candidate& b) { return a.time < b.time; });
+      if (static_cast<int>(children.size()) > beam_width_)
+        children.erase(children.begin() + beam_width_, children.end());
+      frontier = std::move(children);
+    }
+    return best_first >= 0 ? best_first : heuristic_choice(env);
+  }
+
+ private:
+  int beam_width_;
+  int depth_;
+  int lookahead_ = 0;
+};
+
+Transition transition_before(const Observation& obs, int action) {
+  Transition t;
+  t.state_features = obs.state_features;
+  t.action_features = obs.action_features;
+  t.action = action;
+  t.action_name = obs.actions[static_cast<size_t>(action)].describe();
+  return t;
+}
+
+}  // namespace
+
+std::unique_ptr<Policy> make_random_policy() {
+  return std::make_unique<RandomPolicy>();
+}
+std::unique_ptr<Policy> make_heuristic_policy() {
+  return std::make_unique<HeuristicPolicy>();
+}
+std::unique_ptr<Policy> make_search_policy(int beam_width, int depth) {
+  return std::make_unique<SearchPolicy>(beam_width, depth);
+}
+
+StatusOr<Episode> run_episode(Environment& env, Policy& policy, const Task& task, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  KF_RETURN_IF_ERROR(env.reset(task).status());
+  policy.take_lookahead_evaluations();  // what an earlier episode left uncounted is not this one's
+  Episode ep;
+  ep.task = task.name;
+  ep.policy = policy.name();
+  int lookahead = 0;
+  while (!env.done()) {
+    const Observation& obs = env.observation();
+    const int action = policy.choose(env, rng);
+    lookahead += policy.take_lookahead_evaluations();
+    if (action < 0 || action >= static_cast<int>(obs.actions.size())) {
+      return internal_error("policy " + policy.name() + " chose action " + std::to_string(action) + " of " +
+                            std::to_string(obs.actions.size()));
+    }
+    Transition t = transition_before(obs, action);
+    KF_ASSIGN_OR_RETURN(StepResult r, env.step(action));
+    t.reward = r.reward;
+    t.done = r.done;
+    t.outcome = sandbox::outcome_name(r.observation.last.result.outcome);
+    ep.transitions.push_back(std::move(t));
+  }
+  const Observation& obs = env.observation();
+  ep.reward = env.episode_reward();
+  ep.turns = static_cast<int>(ep.transitions.size());
+  ep.evaluations = env.evaluations() + lookahead;
+  ep.predicted = obs.last.result.predicted;
+  ep.best = env.best_schedule();
+  if (obs.best && obs.best->result.t_candidate && obs.best->result.t_compile)
+    ep.faster_than_compile = *obs.best->result.t_candidate < *obs.best->result.t_compile;
+  return ep;
+}
+
+}  // namespace kforge::agent

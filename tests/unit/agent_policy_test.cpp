@@ -1,0 +1,131 @@
+// The random, heuristic and search policies and the episode runner, on the cost model.
+#include <gtest/gtest.h>
+
+#include "agent/cost_model_evaluator.h"
+#include "agent/policy.h"
+#include "agent_test_graphs.h"
+#include "costmodel/roofline.h"
+#include "skills/planner.h"
+
+namespace kforge::agent {
+namespace {
+
+using testing::all_test_tasks;
+using testing::kChainGraph;
+using testing::kGemmGraph;
+using testing::task_from;
+
+Environment make_env() {
+  return Environment(std::make_shared<CostModelEvaluator>());
+}
+
+double mean_reward(Policy& policy, const std::vector<Task>& tasks, int seeds) {
+  double sum = 0;
+  int n = 0;
+  for (const Task& task : tasks) {
+    for (int seed = 0; seed < seeds; ++seed) {
+      Environment env = make_env();
+      auto ep = run_episode(env, policy, task, static_cast<uint64_t>(seed));
+      EXPECT_TRUE(ep.is_ok()) << ep.status().message();
+      if (!ep.is_ok()) continue;
+      sum += ep->reward;
+      ++n;
+    }
+  }
+  return n ? sum / n : 0;
+}
+
+TEST(AgentPolicy, HeuristicBeatsRandomOnAverage) {
+  auto tasks = all_test_tasks();
+  auto random = make_random_policy();
+  auto heuristic = make_heuristic_policy();
+  const double r_random = mean_reward(*random, tasks, 8);
+  const double r_heuristic = mean_reward(*heuristic, tasks, 1);
+  EXPECT_GE(r_heuristic, r_random);
+  EXPECT_GT(r_heuristic, 1.0) << "every test graph has a predicted gain to find";
+}
+
+TEST(AgentPolicy, HeuristicMatchesTheDefaultPlanner) {
+  for (const Task& task : all_test_tasks()) {
+    auto heuristic = make_heuristic_policy();
+    Environment env = make_env();
+    auto ep = run_episode(env, *heuristic, task, 0);
+    ASSERT_TRUE(ep.is_ok()) << ep.status().message();
+    skills::DefaultPlanOptions plan;
+    plan.base.tolerance = protocol_tolerance(task.protocol).value();
+    auto planned = skills::plan_default(task.graph, plan);
+    ASSERT_TRUE(planned.is_ok());
+    const double t_planner = costmodel::program_cost(task.graph, planned.value()).seconds;
+    const double t_heuristic = costmodel::program_cost(task.graph, ep->best).seconds;
+    EXPECT_LE(t_heuristic, t_planner * (1 + 1e-12)) << task.name << " " << task.protocol;
+    // Including what the cost model cannot see (cuDNN's engine): the same skills, as many times.
+    EXPECT_EQ(ep->best.applied.size(), planned->applied.size()) << task.name << " " << task.protocol;
+  }
+}
+
+TEST(AgentPolicy, EpisodeRecordsTransitions) {
+  auto heuristic = make_heuristic_policy();
+  Environment env = make_env();
+  Task task = task_from(kGemmGraph);
+  auto ep = run_episode(env, *heuristic, task, 7);
+  ASSERT_TRUE(ep.is_ok()) << ep.status().message();
+  EXPECT_EQ(ep->task, "gemm_epilogue");
+  EXPECT_EQ(ep->policy, "heuristic");
+  ASSERT_EQ(static_cast<int>(ep->transitions.size()), ep->turns);
+  ASSERT_GE(ep->turns, 2);
+  EXPECT_EQ(ep->transitions.front().action_name.rfind("fuse_elementwise: ", 0), 0u)
+      << "fusion before precision: " << ep->transitions.front().action_name;
+  for (size_t i = 0; i < ep->transitions.size(); ++i) {
+    const Transition& t = ep->transitions[i];
+    EXPECT_FALSE(t.state_features.empty());
+    EXPECT_LT(t.action, static_cast<int>(t.action_features.size()));
+    EXPECT_EQ(t.outcome, "ok");
+    const bool last = i + 1 == ep->transitions.size();
+    EXPECT_EQ(t.done, last);
+    EXPECT_EQ(t.reward, last ? ep->reward : 0.0);
+  }
+  EXPECT_EQ(ep->reward, 3.0);
+  EXPECT_TRUE(ep->faster_than_compile);
+  EXPECT_TRUE(ep->predicted);
+  int skill_turns = 0;
+  for (const auto& t : ep->transitions) skill_turns += t.action_name != "stop";
+  EXPECT_EQ(ep->evaluations, 1 + skill_turns) << "the first schedule plus one per skill turn (stop evaluates nothing)";
+  EXPECT_EQ(ep->best.precision, "tf32");
+}
+
+TEST(AgentPolicy, SearchFindsTheBestAndCountsItsLookAhead) {
+  auto search = make_search_policy(2, 2);
+  Environment env = make_env();
+  auto ep = run_episode(env, *search, task_from(kGemmGraph), 0);
+  ASSERT_TRUE(ep.is_ok()) << ep.status().message();
+  EXPECT_EQ(ep->policy, "search");
+  EXPECT_EQ(ep->reward, 3.0);
+  EXPECT_GT(ep->evaluations, env.evaluations()) << "look-ahead evaluations count";
+  auto heuristic = make_heuristic_policy();
+  Environment env2 = make_env();
+  auto h = run_episode(env2, *heuristic, task_from(kGemmGraph), 0);
+  ASSERT_TRUE(h.is_ok());
+  Task task = task_from(kGemmGraph);
+  EXPECT_LE(costmodel::program_cost(task.graph, ep->best).seconds,
+            costmodel::program_cost(task.graph, h->best).seconds * (1 + 1e-12));
+}
+
+TEST(AgentPolicy, RandomIsSeededAndLegal) {
+  auto random = make_random_policy();
+  std::vector<std::string> first;
+  for (int run = 0; run < 2; ++run) {
+    Environment env = make_env();
+    auto ep = run_episode(env, *random, task_from(kGemmGraph), 42);
+    ASSERT_TRUE(ep.is_ok()) << ep.status().message();
+    std::vector<std::string> names;
+    for (const auto& t : ep->transitions) names.push_back(t.action_name);
+    if (run == 0)
+      first = names;
+    else
+      EXPECT_EQ(names, first) << "same seed, same episode";
+    EXPECT_GE(ep->reward, 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace kforge::agent
