@@ -8,7 +8,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 need=()
-for pkg in cmake ninja-build g++ clang-format nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3 python3-torch python3-numpy python3-pytest bubblewrap; do
+for pkg in cmake ninja-build g++ clang-format nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3 python3-torch python3-numpy python3-pytest bubblewrap libtorch-dev libsqlite3-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -87,6 +87,7 @@ namespace {
 int finish(const Turn& t, const Protocol& protocol, const sandbox::EvalResult& result, const fs::path& out_dir,
            bool json, const char* command) {
   OrderedJson report = report_json(t.graph, t.sched, t.built, protocol, result, t.stages);
+  if (!t.agent.is_null()) report["agent"] = t.agent;
   report["out_dir"] = fs::absolute(out_dir).string();
   if (auto s = write_file(out_dir / "report.json", report.dump(2) + "\n"); !s.is_ok()) return report_error(s, command);
   if (!t.built.build.ok) {
@@ -99,7 +100,8 @@ int finish(const Turn& t, const Protocol& protocol, const sandbox::EvalResult& r
   if (json) {
     std::cout << report.dump(2) << "\n";
   } else {
-    std::cout << report_table(t.graph, t.sched, t.built, protocol, result, command) << "wrote " << out_dir.string()
+    std::cout << report_table(t.graph, t.sched, t.built, protocol, result, command)
+              << (t.agent.is_null() ? "" : agent_summary(t.agent)) << "wrote " << out_dir.string()
               << "/ (model_new.py, kernels/, " << library_file_name(t.graph.name) << ", report.json)\n";
   }
   return result.outcome == sandbox::Outcome::kOk ? kExitOk : kExitFailedResult;
@@ -125,7 +127,10 @@ int run_optimize(const OptimizeArgs& a) {
   if (!device.is_ok()) return report_error(device.status(), "optimize");
   fs::path out = a.out_dir.empty() ? fs::path("out") / fs::path(a.problem).stem() : fs::path(a.out_dir);
   auto t = import_plan_build(a.problem, protocol.value(), out,
-                             {.plan = plan_options(a.common), .force = a.force, .jobs = a.common.jobs});
+                             {.plan = plan_options(a.common),
+                              .agent = AgentOptions{.policy = a.policy, .turns = a.turns, .checkpoint = a.checkpoint},
+                              .force = a.force,
+                              .jobs = a.common.jobs});
   if (!t.is_ok()) return report_error(t.status(), "optimize");
   sandbox::EvalResult result = predicted_result(t->built, protocol.value());
   if (device.value() == "cuda" && t->built.build.ok) {

@@ -56,7 +56,10 @@ struct OptimizeArgs {
   std::string out_dir;  // default out/<name>
   std::string device = "auto";
   bool force = false;
-  int trials = 30;  // timed trials per variant on the GPU
+  int trials = 30;                   // timed trials per variant on the GPU
+  std::string policy = "heuristic";  // the agent's policy: heuristic, search or random
+  int turns = 200;                   // the agent's turns, at most
+  std::string checkpoint;            // a `kforge train` checkpoint: the learned policy instead of `policy`
   CommonOptions common;
 };
 int run_optimize(const OptimizeArgs& a);
@@ -95,6 +98,7 @@ struct BenchArgs {
   double time_limit = 0;  // seconds; past it no new problem is started (0: none)
   bool resume = false;    // continue the run in out_dir: problems that have results are not redone
   bool force = false;
+  std::string db;  // record every measured candidate in this measurement database (SQLite)
   CommonOptions common;
 };
 int run_bench(const BenchArgs& a);

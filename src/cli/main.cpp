@@ -2,7 +2,9 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/costmodel_command.h"
 #include "cli/synth_command.h"
+#include "cli/train_command.h"
 
 int main(int argc, char** argv) {
   using namespace kforge::cli;
@@ -56,6 +58,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   opt->add_flag("--force", opt_args.force, "write into an existing directory kforge did not make");
   opt->add_option("--trials", opt_args.trials, "timed trials per variant on the GPU")->check(CLI::PositiveNumber);
+  opt->add_option("--policy", opt_args.policy,
+                  "the agent's policy over the skills: heuristic (SKILL.md priorities), search (beam over the "
+                  "cost model) or random; its evaluations are cost-model predictions")
+      ->check(CLI::IsMember({"heuristic", "search", "random"}));
+  opt->add_option("--turns", opt_args.turns, "the agent's turns, at most (default 200)")->check(CLI::PositiveNumber);
+  opt->add_option("--checkpoint", opt_args.checkpoint,
+                  "plan with the learned policy of this `kforge train` checkpoint (in place of --policy)");
   add_common(opt, opt_args.common);
 
   EvaluateArgs eval_args;
@@ -93,6 +102,9 @@ int main(int argc, char** argv) {
                    "seconds; past it no new problem is started and the table covers what finished")
       ->check(CLI::NonNegativeNumber);
   bench->add_flag("--force", bench_args.force, "write into an existing directory kforge did not make");
+  bench->add_option(
+      "--db", bench_args.db,
+      "record every candidate measured on the GPU in this measurement database (SQLite; created if absent)");
   bench->add_flag("--resume", bench_args.resume,
                   "continue an interrupted run in --out: problems that have results are not built or verified again");
   bench
@@ -127,6 +139,9 @@ int main(int argc, char** argv) {
   synth->add_flag("--resume", synth_args.resume, "continue an interrupted run in --out");
   synth->add_flag("--json", synth_args.json, "print the report as JSON");
 
+  TrainArgs train_args;
+  auto* train = add_train_subcommand(app, train_args);
+
   SelftestArgs selftest_args;
   auto* selftest = app.add_subcommand("selftest", "kforge's own checks against adversarial fixtures");
   auto* threats = selftest->add_subcommand("threats", "every threat fixture against the check meant to catch it");
@@ -134,6 +149,30 @@ int main(int argc, char** argv) {
   threats->add_flag("--gpu", selftest_args.gpu, "also run the runtime fixtures on the GPU");
   threats->add_option("--json", selftest_args.json_out, "write the verdicts to this file");
   threats->add_option("--fixtures", selftest_args.fixtures, "the fixture directory (default: tests/threats)");
+
+  auto* costmodel =
+      app.add_subcommand("costmodel", "the measurement database and the learned correction of the roofline");
+  costmodel->require_subcommand(1);
+  CostmodelIngestArgs ingest_args;
+  auto* ingest =
+      costmodel->add_subcommand("ingest", "record the GPU results of `kforge bench` JSON in a measurement database");
+  ingest->add_option("bench_json", ingest_args.bench_json, "bench JSON files (kforge bench --json)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  ingest->add_option("--db", ingest_args.db, "the measurement database (SQLite; created if absent)")->required();
+  ingest->add_option("--candidates", ingest_args.candidates,
+                     "the bench run's --out directory, for JSON written before records carried features");
+  CostmodelFitArgs fit_args;
+  auto* fit = costmodel->add_subcommand("fit", "train the roofline's correction; Spearman on held-out problems");
+  fit->add_option("--db", fit_args.db, "the measurement database")->required();
+  fit->add_option("--device", fit_args.device, "only measurements of this device (default: all)");
+  fit->add_option("--protocol", fit_args.protocol, "only measurements of this protocol (default: all)");
+  fit->add_option("--held-out", fit_args.held_out, "fraction of problems held out to measure rank quality")
+      ->check(CLI::Range(0.01, 0.99));
+  fit->add_option("--lambda", fit_args.lambda, "ridge penalty")->check(CLI::NonNegativeNumber);
+  fit->add_option("--out", fit_args.out, "write the correction (fitted on all rows) here");
+  fit->add_option("--json", fit_args.json_out, "write the report as JSON here");
+  fit->add_flag("--force", fit_args.force, "overwrite --out / --json");
 
   bool ops_json = false;
   auto* ops = app.add_subcommand("ops", "list the op registry");
@@ -153,7 +192,10 @@ int main(int argc, char** argv) {
   if (*bench) return run_bench(bench_args);
   if (*eval) return run_evaluate(eval_args);
   if (*synth) return run_synth(synth_args);
+  if (*train) return run_train(train_args);
   if (*threats) return run_selftest(selftest_args);
+  if (*ingest) return run_costmodel_ingest(ingest_args);
+  if (*fit) return run_costmodel_fit(fit_args);
   if (*ops) return run_ops(ops_json);
   return kExitUserError;
 }

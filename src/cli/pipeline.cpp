@@ -5,8 +5,13 @@
 #include <cstdio>
 #include <sstream>
 
+#include "agent/cost_model_evaluator.h"
+#include "agent/policy.h"
 #include "base/files.h"
 #include "base/table.h"
+#ifdef KFORGE_HAVE_RL
+#include "rl/learned_policy.h"
+#endif
 #include "sandbox/python.h"
 #include "sandbox/result.h"
 
@@ -111,6 +116,66 @@ StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std
   return schedule::schedule_from_json(g, j, path);
 }
 
+namespace {
+
+StatusOr<std::unique_ptr<agent::Policy>> policy_named(const std::string& name) {
+  if (name == "heuristic") return agent::make_heuristic_policy();
+  if (name == "search") return agent::make_search_policy();
+  if (name == "random") return agent::make_random_policy();
+  return invalid_argument("unknown policy '" + name + "': use heuristic, search or random");
+}
+
+}  // namespace
+
+StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol, const AgentOptions& options,
+                                    const skills::DefaultPlanOptions& plan) {
+  std::unique_ptr<agent::Policy> policy;
+  if (!options.checkpoint.empty()) {
+#ifdef KFORGE_HAVE_RL
+    KF_ASSIGN_OR_RETURN(policy, rl::make_learned_policy(options.checkpoint));
+#else
+    return unsupported("--checkpoint needs the learned policy, and this kforge was built without libtorch");
+#endif
+  } else {
+    KF_ASSIGN_OR_RETURN(policy, policy_named(options.policy));
+  }
+  if (options.turns < 1) return invalid_argument("--turns must be at least 1");
+  agent::Task task;
+  task.name = g.name;
+  task.source = g.source;
+  task.graph = g;
+  task.protocol = protocol.name;
+  auto evaluator = std::make_shared<agent::CostModelEvaluator>();
+  agent::Environment env(evaluator, {.max_turns = options.turns, .disabled_skills = plan.disabled});
+  KF_ASSIGN_OR_RETURN(agent::Episode ep, agent::run_episode(env, *policy, task, /*seed=*/0));
+  AgentPlan out;
+  out.sched = ep.best;
+  OrderedJson& r = out.report;
+  r["policy"] = ep.policy;
+  r["evaluator"] = evaluator->name();
+  r["predicted"] = ep.predicted;
+  r["times"] =
+      ep.predicted ? "predicted on CPU by the roofline cost model (NVIDIA H200 ceilings), not measured" : "measured";
+  r["turns"] = ep.turns;
+  r["max_turns"] = options.turns;
+  r["evaluations"] = ep.evaluations;
+  r["reward"] = ep.reward;
+  r["seed"] = 0;
+  OrderedJson actions = OrderedJson::array();
+  for (const auto& tr : ep.transitions) actions.push_back(tr.action_name);
+  r["actions"] = actions;
+  return out;
+}
+
+std::string agent_summary(const OrderedJson& report) {
+  std::ostringstream os;
+  os << "agent: " << report["policy"].get<std::string>() << " policy, " << report["turns"].get<int>() << " turns, "
+     << report["evaluations"].get<int>() << " evaluations by the " << report["evaluator"].get<std::string>() << "; "
+     << (report["predicted"].get<bool>() ? "predicted " : "") << "reward " << report["reward"].get<double>()
+     << ", times " << report["times"].get<std::string>() << "\n";
+  return os.str();
+}
+
 StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& protocol, const fs::path& out_dir,
                                  const TurnOptions& options) {
   using Clock = std::chrono::steady_clock;
@@ -120,7 +185,13 @@ StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& proto
   KF_ASSIGN_OR_RETURN(t.graph, load_graph_or_problem(input, protocol.mode));
   t.stages["import"] = since(t0);
   auto t1 = Clock::now();
-  KF_ASSIGN_OR_RETURN(t.sched, load_or_plan_schedule(t.graph, options.schedule_path, options.plan));
+  if (options.agent && options.schedule_path.empty()) {
+    KF_ASSIGN_OR_RETURN(AgentPlan planned, plan_with_agent(t.graph, protocol, *options.agent, options.plan));
+    t.sched = std::move(planned.sched);
+    t.agent = std::move(planned.report);
+  } else {
+    KF_ASSIGN_OR_RETURN(t.sched, load_or_plan_schedule(t.graph, options.schedule_path, options.plan));
+  }
   t.stages["plan"] = since(t1);
   KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, options.force));
   KF_RETURN_IF_ERROR(write_file(out_dir / "graph.json", ir::graph_to_json(t.graph).dump(1) + "\n"));

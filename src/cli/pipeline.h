@@ -45,6 +45,24 @@ StatusOr<BuiltProgram> build_into(const ir::Graph& g, const schedule::Schedule& 
 StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std::string& path,
                                                    const skills::DefaultPlanOptions& plan);
 
+// The agent that plans in place of the default planner (issue #5): a policy over the skills' sites,
+// judged by the cost model, so its times are predictions.
+struct AgentOptions {
+  std::string policy = "heuristic";  // heuristic, search or random
+  int turns = 200;                   // at most this many turns (the paper's 200 at evaluation)
+  std::string checkpoint;            // a `kforge train` checkpoint: the learned policy, in place of `policy`
+};
+
+// The policy's episode on `g`: its best schedule, and what it did (policy, turns, evaluations, ...).
+struct AgentPlan {
+  schedule::Schedule sched;
+  OrderedJson report;
+};
+StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol, const AgentOptions& agent,
+                                    const skills::DefaultPlanOptions& plan);
+// One line for people: "agent: heuristic policy, 3 turns, 4 evaluations (times predicted on CPU ...)".
+std::string agent_summary(const OrderedJson& report);
+
 // One pass of the pipeline: import (or load) -> plan (or load the schedule) -> codegen -> build,
 // writing graph.json, schedule.json and the built program into out_dir.
 struct Turn {
@@ -52,12 +70,14 @@ struct Turn {
   schedule::Schedule sched;
   BuiltProgram built;
   OrderedJson stages;  // seconds per stage
+  OrderedJson agent;   // the agent's report when it planned (null: the default planner or a given schedule)
 };
 struct TurnOptions {
   std::string schedule_path;  // replay this schedule instead of planning
   skills::DefaultPlanOptions plan;
-  bool force = false;  // write into a directory kforge did not make
-  int jobs = 0;        // nvcc jobs
+  std::optional<AgentOptions> agent;  // plan with this policy instead of the default planner
+  bool force = false;                 // write into a directory kforge did not make
+  int jobs = 0;                       // nvcc jobs
 };
 StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& protocol,
                                  const std::filesystem::path& out_dir, const TurnOptions& options);

@@ -1,0 +1,80 @@
+// kforge train: the paper's training stages for the learned policy (issue #5); see src/rl/train.h.
+#include "cli/train_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "base/files.h"
+#include "cli/commands.h"
+#ifdef KFORGE_HAVE_RL
+#include "rl/train.h"
+#endif
+
+namespace kforge::cli {
+
+CLI::App* add_train_subcommand(CLI::App& app, TrainArgs& a) {
+  auto* cmd = app.add_subcommand(
+      "train", "train the learned policy with the CUDA Agent paper's stages (warm-up, collect, RFT, value, PPO)");
+  cmd->add_option("--stage", a.stage, "warmup, collect, rft, value, ppo or all (default: all)");
+  cmd->add_option("--tasks", a.tasks,
+                  "dataset or suite directories, or problem files (default: synthesize the preset's count)");
+  cmd->add_option("--out", a.out, "the run directory: checkpoints, trajectories, metrics.jsonl")->required();
+  cmd->add_option("--preset", a.preset, "ci (minutes, on a CPU) or full (the paper's sizes)")
+      ->check(CLI::IsMember({"ci", "full"}));
+  cmd->add_option("--protocol", a.protocol,
+                  "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
+      ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  cmd->add_option("--seed", a.seed, "the seed every random choice comes from");
+  cmd->add_flag("--resume", a.resume, "continue the stages' checkpoints in --out");
+  cmd->add_flag("--force", a.force, "redo the stages even if --out holds their results");
+  cmd->add_option("--json", a.json_out, "also write the report (comparison and stage metrics) to this file");
+  return cmd;
+}
+
+int run_train(const TrainArgs& a) {
+#ifndef KFORGE_HAVE_RL
+  std::fprintf(stderr,
+               "kforge train: error: this kforge was built without libtorch; install it (apt-get install "
+               "libtorch-dev, or scripts/setup.sh) and build again\n");
+  return kExitEnvironment;
+#else
+  rl::TrainOptions o;
+  o.stage = a.stage;
+  o.tasks = a.tasks;
+  o.out = a.out;
+  o.preset = a.preset;
+  o.protocol = a.protocol;
+  o.seed = a.seed;
+  o.resume = a.resume;
+  o.force = a.force;
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "kforge train: %s\n", line.c_str()); };
+  auto result = rl::run_training(o);
+  if (!result.is_ok()) {
+    const Status& s = result.status();
+    std::fprintf(stderr, "kforge train: error: %s\n", s.message().c_str());
+    switch (s.code()) {
+      case ErrorCode::kInvalidArgument:
+      case ErrorCode::kNotFound:
+      case ErrorCode::kUnsupported: return kExitUserError;
+      case ErrorCode::kExternal: return kExitEnvironment;
+      default: return kExitInternal;
+    }
+  }
+  if (!a.json_out.empty()) {
+    Status w = write_file(a.json_out, result->report.dump(2) + "\n");
+    if (!w.is_ok()) {
+      std::fprintf(stderr, "kforge train: error: %s\n", w.message().c_str());
+      return kExitEnvironment;
+    }
+  }
+  if (!result->table.empty()) {
+    std::cout << result->table;
+  } else {
+    std::cout << "stage " << a.stage << " done in " << a.out << " (metrics.jsonl has a line per iteration)\n";
+  }
+  return kExitOk;
+#endif
+}
+
+}  // namespace kforge::cli
