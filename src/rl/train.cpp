@@ -1,0 +1,284 @@
+// `kforge train` as a library call (train.h).
+#include "rl/train.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "agent/cost_model_evaluator.h"
+#include "agent/policy.h"
+#include "agent/tasks.h"
+#include "base/files.h"
+#include "base/table.h"
+#include "rl/learned_policy.h"
+#include "rl/stages.h"
+#include "synth/run.h"
+
+namespace kforge::rl {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kMarker = "train.json";
+
+std::string fixed(double v, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
+  return buffer;
+}
+
+// The stages an invocation runs, in order.
+StatusOr<std::vector<std::string>> stages_to_run(const std::string& stage) {
+  if (stage == "all") return stage_names();
+  for (const auto& s : stage_names()) {
+    if (s == stage) return std::vector<std::string>{stage};
+  }
+  return invalid_argument("unknown stage '" + stage + "': use warmup, collect, rft, value, ppo or all");
+}
+
+// What each stage leaves in the run directory.
+std::vector<fs::path> stage_outputs(const fs::path& out, const std::string& stage) {
+  if (stage == "collect") return {trajectories_path(out)};
+  return {checkpoint_path(out, stage)};
+}
+
+OrderedJson settings_json(const TrainOptions& o) {
+  OrderedJson j;
+  j["written_by"] = "kforge train: a training run; --resume continues it, --force redoes its stages";
+  j["preset"] = o.preset;
+  j["protocol"] = o.protocol;
+  j["seed"] = o.seed;
+  j["tasks"] = o.tasks;
+  return j;
+}
+
+// Checks `out` against the options: a directory kforge train did not make is refused without --force;
+// one made with other settings is refused unless --force; outputs of the stages to run need --resume
+// (continue) or --force (redo: they and the later stages' outputs are removed).
+Status prepare_run_dir(const TrainOptions& o, const std::vector<std::string>& stages) {
+  const fs::path out(o.out);
+  std::error_code ec;
+  const fs::path marker = out / kMarker;
+  if (fs::exists(out) && !fs::is_directory(out)) {
+    return invalid_argument(o.out + " exists and is not a directory: pick another --out");
+  }
+  bool ours = fs::exists(marker);
+  if (fs::exists(out) && !ours && !fs::is_empty(out, ec) && !o.force) {
+    return invalid_argument(o.out +
+                            " exists and was not made by kforge train: pick another --out, or pass --force "
+                            "to write into it");
+  }
+  if (ours && !o.force) {
+    KF_ASSIGN_OR_RETURN(std::string text, read_file(marker));
+    KF_ASSIGN_OR_RETURN(Json was, parse_json(text, marker.string()));
+    for (const char* key : {"preset", "protocol", "seed", "tasks"}) {
+      OrderedJson now = settings_json(o)[key];
+      if (was.contains(key) && Json::parse(now.dump()) != was[key]) {
+        return invalid_argument(o.out + " holds a run made with " + key + " " + was[key].dump() + ", not " +
+                                now.dump() + ": use the same settings, another --out, or --force to start over");
+      }
+    }
+  }
+  std::vector<fs::path> existing;
+  for (const auto& s : stages) {
+    for (const auto& p : stage_outputs(out, s)) {
+      if (fs::exists(p)) existing.push_back(p);
+    }
+  }
+  if (!existing.empty() && !o.resume && !o.force) {
+    return invalid_argument(o.out + " already holds " + existing.front().filename().string() +
+                            " from an earlier run: pass --resume to continue it, or --force to redo the stage");
+  }
+  if (o.force) {
+    // Redo from the first stage asked for: its outputs and every later stage's go.
+    bool later = false;
+    for (const auto& s : stage_names()) {
+      later = later || s == stages.front();
+      if (!later) continue;
+      for (const auto& p : stage_outputs(out, s)) fs::remove(p, ec);
+    }
+    fs::remove(out / "comparison.json", ec);
+  }
+  fs::create_directories(out, ec);
+  if (ec) return external_error("cannot create " + o.out + ": " + ec.message());
+  return write_file(marker, settings_json(o).dump(2) + "\n");
+}
+
+// The task set: --tasks, else a dataset synthesized into out/synth (kept, and resumed on later runs).
+StatusOr<std::vector<agent::Task>> task_set(const TrainOptions& o, const Preset& preset) {
+  std::vector<std::string> paths = o.tasks;
+  if (paths.empty()) {
+    synth::SynthOptions so;
+    so.count = preset.synth_tasks;
+    so.seed = o.seed;
+    so.out = fs::path(o.out) / "synth";
+    so.max_ops = preset.synth_max_ops;
+    so.resume = fs::exists(so.out);
+    so.progress = o.progress;
+    KF_ASSIGN_OR_RETURN(synth::SynthSummary summary, synth::run_synth(so));
+    (void)summary;
+    paths.push_back(so.out.string());
+  }
+  agent::TaskLoadOptions lo;
+  lo.protocol = o.protocol;
+  lo.progress = [&](int done, int total) {
+    if (o.progress && (done == total || done % 25 == 0)) {
+      o.progress("loading tasks: " + std::to_string(done) + "/" + std::to_string(total));
+    }
+  };
+  KF_ASSIGN_OR_RETURN(agent::TaskSet set, agent::load_tasks(paths, lo));
+  if (o.progress) {
+    for (const auto& s : set.skipped) o.progress("skipped " + s);
+  }
+  if (set.tasks.size() < 2) {
+    return invalid_argument("training needs at least 2 tasks (some to train on, some held out); " +
+                            std::to_string(set.tasks.size()) + " loaded from the given --tasks");
+  }
+  return std::move(set.tasks);
+}
+
+struct Score {
+  double reward_sum = 0;
+  double faster = 0;
+  double pass = 0;
+  double turns = 0;
+  long evaluations = 0;
+  int episodes = 0;
+
+  void add(const agent::Episode& e) {
+    reward_sum += e.reward;
+    faster += e.faster_than_compile ? 1 : 0;
+    pass += e.reward > 0 ? 1 : 0;
+    turns += e.turns;
+    evaluations += e.evaluations;
+    ++episodes;
+  }
+  OrderedJson json() const {
+    double n = episodes > 0 ? episodes : 1;
+    OrderedJson j;
+    j["mean_reward"] = reward_sum / n;
+    j["faster_than_compile_rate"] = faster / n;
+    j["pass_rate"] = pass / n;
+    j["episodes"] = episodes;
+    j["evaluations"] = evaluations;
+    j["evaluations_per_task"] = static_cast<double>(evaluations) / n;
+    j["turns_per_episode"] = turns / n;
+    return j;
+  }
+};
+
+// Learned (greedy), random (mean of several seeds) and heuristic on the held-out tasks, each episode
+// capped at the same number of evaluations.
+StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& preset,
+                                       const std::vector<agent::Task>& held_out,
+                                       const std::shared_ptr<agent::Evaluator>& evaluator) {
+  KF_ASSIGN_OR_RETURN(auto learned, make_learned_policy(checkpoint_path(o.out, "ppo").string()));
+  auto random = agent::make_random_policy();
+  auto heuristic = agent::make_heuristic_policy();
+  // reset evaluates the first schedule: max_turns steps after it make budget evaluations in all.
+  agent::EnvConfig config{.max_turns = preset.eval_budget - 1};
+  OrderedJson j;
+  struct Entry {
+    agent::Policy* policy;
+    int repeats;
+  };
+  for (const Entry& e :
+       {Entry{learned.get(), 1}, Entry{random.get(), preset.random_repeats}, Entry{heuristic.get(), 1}}) {
+    Score score;
+    for (size_t t = 0; t < held_out.size(); ++t) {
+      for (int r = 0; r < e.repeats; ++r) {
+        agent::Environment env(evaluator, config);
+        uint64_t seed = derive_seed(o.seed, "compare", t * 1000 + static_cast<uint64_t>(r));
+        KF_ASSIGN_OR_RETURN(agent::Episode ep, agent::run_episode(env, *e.policy, held_out[t], seed));
+        score.add(ep);
+      }
+    }
+    j[e.policy->name()] = score.json();
+  }
+  return j;
+}
+
+std::string comparison_table(const OrderedJson& report) {
+  Table table({"policy", "mean reward", "faster than compile", "pass rate", "evaluations", "episodes"});
+  for (const char* name : {"learned", "random", "heuristic"}) {
+    const auto& p = report[name];
+    table.add_row({name, fixed(p["mean_reward"].get<double>(), 3),
+                   fixed(100 * p["faster_than_compile_rate"].get<double>(), 1) + " %",
+                   fixed(100 * p["pass_rate"].get<double>(), 1) + " %", std::to_string(p["evaluations"].get<long>()),
+                   std::to_string(p["episodes"].get<int>())});
+  }
+  std::string text = table.render();
+  text += "held-out tasks: " + std::to_string(report["held_out_tasks"].get<int>()) +
+          ", budget: " + std::to_string(report["budget"].get<int>()) + " evaluations per episode" +
+          (report["predicted"].get<bool>() ? " (cost-model predictions, not measurements)" : "") + "\n";
+  return text;
+}
+
+}  // namespace
+
+StatusOr<TrainResult> run_training(const TrainOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (o.out.empty()) return invalid_argument("--out is required: the directory for checkpoints and metrics");
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> stages, stages_to_run(o.stage));
+  KF_ASSIGN_OR_RETURN(Preset preset, preset_named(o.preset));
+  KF_RETURN_IF_ERROR(agent::protocol_tolerance(o.protocol).status());
+  for (const auto& p : o.tasks) {
+    if (!fs::exists(p)) return not_found("--tasks " + p + " does not exist");
+  }
+  // Given tasks load before the run directory is touched, so that bad input leaves nothing behind.
+  std::vector<agent::Task> all;
+  if (!o.tasks.empty()) {
+    KF_ASSIGN_OR_RETURN(all, task_set(o, preset));
+  }
+  KF_RETURN_IF_ERROR(prepare_run_dir(o, stages));
+  if (o.tasks.empty()) {
+    KF_ASSIGN_OR_RETURN(all, task_set(o, preset));
+  }
+  std::vector<agent::Task> train, held_out;
+  agent::split_tasks(all, preset.held_out_fraction, &train, &held_out);
+  if (o.progress) {
+    o.progress("tasks: " + std::to_string(train.size()) + " to train on, " + std::to_string(held_out.size()) +
+               " held out; preset " + preset.name + ", seed " + std::to_string(o.seed));
+  }
+  StageContext context;
+  context.preset = preset;
+  context.train = std::move(train);
+  context.evaluator = std::make_shared<agent::CostModelEvaluator>();
+  context.out = o.out;
+  context.seed = o.seed;
+  context.progress = o.progress;
+
+  TrainResult result;
+  OrderedJson& report = result.report;
+  OrderedJson stage_metrics;
+  for (const auto& stage : stages) {
+    auto ts = std::chrono::steady_clock::now();
+    if (o.progress) o.progress("stage " + stage);
+    KF_ASSIGN_OR_RETURN(OrderedJson last, run_stage(stage, context));
+    last["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+    stage_metrics[stage] = last;
+  }
+  if (stages.back() == "ppo") {
+    if (o.progress) o.progress("comparing learned, random and heuristic on the held-out tasks");
+    KF_ASSIGN_OR_RETURN(OrderedJson scores, compare_policies(o, preset, held_out, context.evaluator));
+    for (auto& [name, value] : scores.items()) report[name] = value;
+    report["budget"] = preset.eval_budget;
+    report["predicted"] = true;
+  }
+  report["evaluator"] = context.evaluator->name();
+  report["preset"] = preset.name;
+  report["protocol"] = o.protocol;
+  report["seed"] = o.seed;
+  report["train_tasks"] = static_cast<int>(context.train.size());
+  report["held_out_tasks"] = static_cast<int>(held_out.size());
+  report["stages"] = stage_metrics;
+  report["checkpoint"] = checkpoint_path(o.out, stages.back() == "collect" ? "warmup" : stages.back()).string();
+  report["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (report.contains("learned")) {
+    result.table = comparison_table(report);
+    KF_RETURN_IF_ERROR(write_file(fs::path(o.out) / "comparison.json", report.dump(2) + "\n"));
+  }
+  return result;
+}
+
+}  // namespace kforge::rl

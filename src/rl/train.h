@@ -1,0 +1,39 @@
+// `kforge train` as a library call (issue #5): the run directory, the task set (given, or synthesized
+// with the synth library), the train / held-out split, the paper's stages, and the comparison of the
+// learned policy with the random and heuristic ones on the held-out tasks at equal evaluation budget.
+//
+// Run directory: train.json (the run's settings), <stage>.pt (each stage's checkpoint, written after
+// every iteration), trajectories.jsonl (collect), metrics.jsonl (one line per stage iteration),
+// comparison.json, and synth/ when the tasks were synthesized.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "base/status.h"
+
+namespace kforge::rl {
+
+struct TrainOptions {
+  std::string stage = "all";       // warmup, collect, rft, value, ppo or all
+  std::vector<std::string> tasks;  // dataset / suite directories or problem files; empty: synthesize
+  std::string out;
+  std::string preset = "ci";
+  std::string protocol = "cuda-agent";
+  uint64_t seed = 1;
+  bool resume = false;                               // continue the stages' checkpoints in `out`
+  bool force = false;                                // redo the stages even if `out` holds their results
+  std::function<void(const std::string&)> progress;  // one line for people; may be empty
+};
+
+struct TrainResult {
+  OrderedJson report;  // {"learned": {...}, "random": {...}, "heuristic": {...}, "budget": N, ...}
+  std::string table;   // the comparison for people (empty when the stages run did not end with ppo)
+};
+
+StatusOr<TrainResult> run_training(const TrainOptions& options);
+
+}  // namespace kforge::rl
