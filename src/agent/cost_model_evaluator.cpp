@@ -18,17 +18,6 @@ std::string task_key(const Task& task) {
 
 }  // namespace
 
-int milestone_reward_of_times(const sandbox::EvalResult& r) {
-  if (r.outcome != sandbox::Outcome::kOk) return -1;
-  if (!r.t_candidate || !r.t_eager) return 1;
-  const double t = *r.t_candidate;
-  const bool beats_eager = t < 0.95 * *r.t_eager;
-  const bool beats_compile = r.t_compile && t < 0.95 * *r.t_compile;
-  if (beats_eager && beats_compile) return 3;
-  if (beats_eager) return 2;
-  return 1;
-}
-
 StatusOr<PredictedBaselines> predicted_baselines(const Task& task) {
   KF_ASSIGN_OR_RETURN(double tolerance, protocol_tolerance(task.protocol));
   const ir::Graph& g = task.graph;

@@ -11,10 +11,8 @@
 
 namespace kforge::agent {
 
-// The milestone reward (DESIGN.md, the paper's Eq. 1) on whatever times `r` holds, predicted or
-// measured: -1 unless ok; 3 if t < 0.95 t_eager and t < 0.95 t_compile; 2 if t < 0.95 t_eager; else 1
-// (also 1 when a time is missing). sandbox::milestone_reward is the same rule for measured results.
-int milestone_reward_of_times(const sandbox::EvalResult& r);
+// The milestone reward on predicted times: sandbox::milestone_reward_of_times (one rule for both).
+using sandbox::milestone_reward_of_times;
 
 // Predicted baselines of a task: eager = the first schedule (one kernel per op, fp32);
 // torch.compile = that schedule with every fuse_elementwise site applied (inductor fuses pointwise

@@ -30,6 +30,11 @@ std::optional<Outcome> outcome_from_name(const std::string& name) {
 std::optional<int> milestone_reward(const EvalResult& r) {
   if (r.outcome != Outcome::kOk) return -1;
   if (r.predicted) return std::nullopt;
+  return milestone_reward_of_times(r);
+}
+
+int milestone_reward_of_times(const EvalResult& r) {
+  if (r.outcome != Outcome::kOk) return -1;
   if (!r.t_candidate || !r.t_eager) return 1;
   const double t = *r.t_candidate;
   const bool beats_eager = t < 0.95 * *r.t_eager;

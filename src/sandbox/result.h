@@ -50,5 +50,8 @@ TimingFlags timing_flags(const EvalResult& r);
 // else 1. A correct candidate without measured times earns 1. Predicted results (no GPU) have no
 // reward: correctness was never established.
 std::optional<int> milestone_reward(const EvalResult& r);
+// The same formula on whatever times `r` holds, predicted or not (the cost model's agent rewards, which
+// are labelled predicted where they are used).
+int milestone_reward_of_times(const EvalResult& r);
 
 }  // namespace kforge::sandbox
