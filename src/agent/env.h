@@ -58,11 +58,13 @@ struct Evaluation {
 
 // Says how good a schedule is. Implementations: CostModelEvaluator (roofline, any machine; eager
 // predicted as the first schedule, torch.compile as the first schedule with elementwise chains fused,
-// both fp32), and later the GPU harness (build + verify + profile).
+// both fp32) and HarnessEvaluator (GPU: build + verify + profile). make_evaluator
+// (evaluator_factory.h) picks one for a device.
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
-  virtual std::string name() const = 0;  // "cost model (predicted)", "H200 harness"
+  virtual std::string name() const = 0;            // "cost model (predicted)", "GPU harness (measured)"
+  virtual bool measured() const { return false; }  // true: times and correctness come from a GPU
   virtual StatusOr<Evaluation> evaluate(const Task& task, const schedule::Schedule& s) = 0;
 };
 

@@ -37,8 +37,10 @@ class RandomPolicy : public Policy {
 // (precision, library engines, CUDA graphs, layouts), then tuning (tiles, vector widths, block sizes).
 // A skill not named here is tuning.
 int skill_tier(const std::string& skill) {
-  if (skill == "fuse_elementwise") return 0;
-  if (skill == "tf32_contractions" || skill == "cudnn_fastest_engine") return 1;
+  // Algorithmic first (rewrites that remove work, then fusion), then hardware utilisation, then tuning.
+  if (skill == "constant_output") return 0;
+  if (skill == "fuse_elementwise") return 1;
+  if (skill == "tf32_contractions" || skill == "cudnn_fastest_engine") return 2;
   return 2;
 }
 

@@ -128,7 +128,12 @@ int run_optimize(const OptimizeArgs& a) {
   fs::path out = a.out_dir.empty() ? fs::path("out") / fs::path(a.problem).stem() : fs::path(a.out_dir);
   auto t = import_plan_build(a.problem, protocol.value(), out,
                              {.plan = plan_options(a.common),
-                              .agent = AgentOptions{.policy = a.policy, .turns = a.turns, .checkpoint = a.checkpoint},
+                              .agent = AgentOptions{.policy = a.policy,
+                                                    .turns = a.turns,
+                                                    .checkpoint = a.checkpoint,
+                                                    .device = device.value(),
+                                                    .trials = a.trials,
+                                                    .jobs = a.common.jobs},
                               .force = a.force,
                               .jobs = a.common.jobs});
   if (!t.is_ok()) return report_error(t.status(), "optimize");

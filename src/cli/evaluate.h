@@ -6,15 +6,13 @@
 
 #include "base/status.h"
 #include "cli/pipeline.h"
+#include "sandbox/device.h"
 #include "sandbox/harness.h"
 
 namespace kforge::cli {
 
-// True when this machine has an NVIDIA GPU device node.
-bool gpu_present();
-
-// "auto" becomes "cuda" with a GPU and "cpu" without; "cuda" without a GPU is a user error.
-StatusOr<std::string> resolve_device(const std::string& requested);
+using ::kforge::sandbox::gpu_present;     // sandbox/device.h
+using ::kforge::sandbox::resolve_device;  // sandbox/device.h
 
 // Verifies the candidate built in `candidate_dir` against `problem` (and times it, if `profile`).
 StatusOr<sandbox::EvalResult> evaluate_candidate(sandbox::HarnessWorker& worker, const std::string& problem,

@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   opt->add_option("--trials", opt_args.trials, "timed trials per variant on the GPU")->check(CLI::PositiveNumber);
   opt->add_option("--policy", opt_args.policy,
                   "the agent's policy over the skills: heuristic (SKILL.md priorities), search (beam over the "
-                  "cost model) or random; its evaluations are cost-model predictions")
+                  "cost model) or random; it judges candidates on the --device: cost-model predictions on cpu, "
+                  "GPU measurements on cuda")
       ->check(CLI::IsMember({"heuristic", "search", "random"}));
   opt->add_option("--turns", opt_args.turns, "the agent's turns, at most (default 200)")->check(CLI::PositiveNumber);
   opt->add_option("--checkpoint", opt_args.checkpoint,

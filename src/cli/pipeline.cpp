@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "agent/cost_model_evaluator.h"
+#include "agent/evaluator_factory.h"
 #include "agent/policy.h"
 #include "base/files.h"
 #include "base/table.h"
@@ -53,12 +53,6 @@ StatusOr<Protocol> protocol_from_name(const std::string& name) {
   return invalid_argument("unknown protocol '" + name + "': use cuda-agent or kernelbench");
 }
 
-std::string library_file_name(const std::string& graph_name) {
-  std::string safe;
-  for (char c : graph_name) safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return "libkforge_" + safe + ".so";
-}
-
 StatusOr<ir::Graph> load_graph_or_problem(const std::string& path, const std::string& mode) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return not_found("no such file: " + path);
@@ -89,16 +83,10 @@ Status prepare_out_dir(const fs::path& dir, bool force) {
 
 StatusOr<BuiltProgram> build_into(const ir::Graph& g, const schedule::Schedule& s, const std::string& reference_source,
                                   const fs::path& out_dir, int jobs) {
+  KF_ASSIGN_OR_RETURN(sandbox::BuiltCandidate c, sandbox::build_candidate(g, s, reference_source, out_dir, jobs));
   BuiltProgram b;
-  codegen::ProgramOptions po;
-  po.library_file = library_file_name(g.name);
-  po.reference_source = reference_source;
-  KF_ASSIGN_OR_RETURN(b.program, codegen::emit_program(g, s, po));
-  KF_RETURN_IF_ERROR(write_file(out_dir / "model_new.py", b.program.model_new_py));
-  KF_RETURN_IF_ERROR(write_file(out_dir / "program.json", b.program.manifest.dump(2) + "\n"));
-  KF_ASSIGN_OR_RETURN(sandbox::Toolchain tc, sandbox::find_toolchain());
-  KF_ASSIGN_OR_RETURN(b.build, sandbox::build_program(
-                                   b.program, tc, {.out_dir = out_dir, .library_name = po.library_file, .jobs = jobs}));
+  b.program = std::move(c.program);
+  b.build = std::move(c.build);
   b.cost = costmodel::program_cost(g, s);
   return b;
 }
@@ -145,7 +133,10 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
   task.source = g.source;
   task.graph = g;
   task.protocol = protocol.name;
-  auto evaluator = std::make_shared<agent::CostModelEvaluator>();
+  KF_ASSIGN_OR_RETURN(
+      std::shared_ptr<agent::Evaluator> evaluator,
+      agent::make_evaluator(options.device,
+                            {.work_dir = options.work_dir, .trials = options.trials, .jobs = options.jobs}));
   agent::Environment env(evaluator, {.max_turns = options.turns, .disabled_skills = plan.disabled});
   KF_ASSIGN_OR_RETURN(agent::Episode ep, agent::run_episode(env, *policy, task, /*seed=*/0));
   AgentPlan out;
@@ -154,11 +145,16 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
   r["policy"] = ep.policy;
   r["evaluator"] = evaluator->name();
   r["predicted"] = ep.predicted;
-  r["times"] =
-      ep.predicted ? "predicted on CPU by the roofline cost model (NVIDIA H200 ceilings), not measured" : "measured";
+  r["times"] = ep.predicted ? "predicted on CPU by the roofline cost model (NVIDIA H200 ceilings), not measured"
+                            : "measured on the GPU by the harness (each candidate built, verified and timed)";
   r["turns"] = ep.turns;
   r["max_turns"] = options.turns;
   r["evaluations"] = ep.evaluations;
+  if (const auto* gpu = dynamic_cast<const agent::HarnessEvaluator*>(evaluator.get())) {
+    r["candidates_built"] = gpu->builds();
+    r["harness_requests"] = gpu->harness_requests();
+    r["candidates_dir"] = fs::absolute(gpu->candidate_dir(task, ep.best).parent_path()).string();
+  }
   r["reward"] = ep.reward;
   r["seed"] = 0;
   OrderedJson actions = OrderedJson::array();
@@ -173,6 +169,11 @@ std::string agent_summary(const OrderedJson& report) {
      << report["evaluations"].get<int>() << " evaluations by the " << report["evaluator"].get<std::string>() << "; "
      << (report["predicted"].get<bool>() ? "predicted " : "") << "reward " << report["reward"].get<double>()
      << ", times " << report["times"].get<std::string>() << "\n";
+  if (report.contains("candidates_built")) {
+    os << "agent: " << report["candidates_built"].get<int>() << " candidates built, "
+       << report["harness_requests"].get<int>() << " harness requests, in "
+       << report["candidates_dir"].get<std::string>() << "\n";
+  }
   return os.str();
 }
 
@@ -184,16 +185,18 @@ StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& proto
   auto t0 = Clock::now();
   KF_ASSIGN_OR_RETURN(t.graph, load_graph_or_problem(input, protocol.mode));
   t.stages["import"] = since(t0);
+  KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, options.force));
   auto t1 = Clock::now();
   if (options.agent && options.schedule_path.empty()) {
-    KF_ASSIGN_OR_RETURN(AgentPlan planned, plan_with_agent(t.graph, protocol, *options.agent, options.plan));
+    AgentOptions agent = *options.agent;
+    if (agent.work_dir.empty()) agent.work_dir = out_dir / "agent";
+    KF_ASSIGN_OR_RETURN(AgentPlan planned, plan_with_agent(t.graph, protocol, agent, options.plan));
     t.sched = std::move(planned.sched);
     t.agent = std::move(planned.report);
   } else {
     KF_ASSIGN_OR_RETURN(t.sched, load_or_plan_schedule(t.graph, options.schedule_path, options.plan));
   }
   t.stages["plan"] = since(t1);
-  KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, options.force));
   KF_RETURN_IF_ERROR(write_file(out_dir / "graph.json", ir::graph_to_json(t.graph).dump(1) + "\n"));
   KF_RETURN_IF_ERROR(
       write_file(out_dir / "schedule.json", schedule::schedule_to_json(t.graph, t.sched).dump(1) + "\n"));

@@ -11,6 +11,7 @@
 #include "costmodel/roofline.h"
 #include "ir/graph.h"
 #include "sandbox/build.h"
+#include "sandbox/candidate.h"
 #include "sandbox/result.h"
 #include "schedule/schedule.h"
 #include "skills/planner.h"
@@ -46,11 +47,16 @@ StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std
                                                    const skills::DefaultPlanOptions& plan);
 
 // The agent that plans in place of the default planner (issue #5): a policy over the skills' sites,
-// judged by the cost model, so its times are predictions.
+// judged by the evaluator of `device` (agent/evaluator_factory.h): on the CPU the cost model, whose
+// times are predictions; on a GPU the harness, which builds, verifies and times every candidate.
 struct AgentOptions {
   std::string policy = "heuristic";  // heuristic, search or random
   int turns = 200;                   // at most this many turns (the paper's 200 at evaluation)
   std::string checkpoint;            // a `kforge train` checkpoint: the learned policy, in place of `policy`
+  std::string device = "cpu";        // cpu (cost model) or cuda (GPU harness); auto picks
+  int trials = 30;                   // timed trials per variant of each GPU evaluation
+  std::filesystem::path work_dir;    // where the GPU evaluator builds candidates (import_plan_build: out/agent)
+  int jobs = 0;                      // nvcc jobs of each GPU build
 };
 
 // The policy's episode on `g`: its best schedule, and what it did (policy, turns, evaluations, ...).
@@ -97,6 +103,6 @@ std::string measured_summary(const sandbox::EvalResult& r);
 // The problem's source text, read from where the graph was traced (empty if unreadable).
 std::string reference_source_of(const ir::Graph& g);
 
-std::string library_file_name(const std::string& graph_name);
+using ::kforge::sandbox::library_file_name;  // sandbox/candidate.h
 
 }  // namespace kforge::cli

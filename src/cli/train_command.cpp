@@ -25,7 +25,15 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainArgs& a) {
   cmd->add_option("--protocol", a.protocol,
                   "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
       ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  cmd->add_option("--device", a.device,
+                  "how episodes are judged: cpu (cost model, predicted; the default), cuda (GPU harness: every "
+                  "candidate built, verified and timed; slow) or auto (cuda where there is a GPU)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--seed", a.seed, "the seed every random choice comes from");
+  cmd->add_option("--ablation", a.ablation,
+                  "the paper's ablations: none (the full recipe), no-rft, no-value-pretraining, continuous-reward "
+                  "(training rewards are the speed-up over torch.compile); held-out scores stay milestone rewards")
+      ->check(CLI::IsMember({"none", "no-rft", "no-value-pretraining", "continuous-reward"}));
   cmd->add_flag("--resume", a.resume, "continue the stages' checkpoints in --out");
   cmd->add_flag("--force", a.force, "redo the stages even if --out holds their results");
   cmd->add_option("--json", a.json_out, "also write the report (comparison and stage metrics) to this file");
@@ -45,6 +53,8 @@ int run_train(const TrainArgs& a) {
   o.out = a.out;
   o.preset = a.preset;
   o.protocol = a.protocol;
+  o.device = a.device;
+  o.ablation = a.ablation;
   o.seed = a.seed;
   o.resume = a.resume;
   o.force = a.force;
@@ -71,7 +81,8 @@ int run_train(const TrainArgs& a) {
   if (!result->table.empty()) {
     std::cout << result->table;
   } else {
-    std::cout << "stage " << a.stage << " done in " << a.out << " (metrics.jsonl has a line per iteration)\n";
+    std::cout << "stage " << a.stage << " done in " << a.out << ", episodes judged by the "
+              << result->report["evaluator"].get<std::string>() << " (metrics.jsonl has a line per iteration)\n";
   }
   return kExitOk;
 #endif

@@ -17,6 +17,8 @@ struct TrainArgs {
   std::string out;                 // the run directory
   std::string preset = "ci";       // ci (minutes on a laptop) or full (the paper's sizes)
   std::string protocol = "cuda-agent";
+  std::string device = "cpu";     // cpu (cost model; the default: GPU episodes are slow), cuda or auto
+  std::string ablation = "none";  // the paper's ablations: none, no-rft, no-value-pretraining, continuous-reward
   uint64_t seed = 1;
   bool resume = false;
   bool force = false;

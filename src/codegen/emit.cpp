@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "skills/constant_output.h"
+
 namespace kforge::codegen {
 
 std::string ctype(ir::DType t) {
@@ -57,6 +59,7 @@ KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
 }
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
+  if (ctx.kernel.strategy == skills::kConstantFillStrategy) return emit_constant_fill(ctx);
   // Only elementwise chains compute several nodes in one kernel so far; any other emitter would
   // silently drop the others.
   if (ctx.kernel.nodes.size() > 1 && !ir::is_elementwise(ir::op_info(ctx.node().op).family)) {

@@ -59,6 +59,10 @@ std::string ctype(ir::DType t);
 #include "ir/op_families.def"
 #undef KF_FAMILY
 
+// A kernel of strategy "constant_fill" (the constant_output skill): writes its root's output with the
+// constant the value ranges prove, whatever its other (absorbed) nodes are. emit_constant.cpp.
+StatusOr<KernelSource> emit_constant_fill(const EmitContext& ctx);
+
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx);
 
 // A fresh KernelSource with name, file name and the standard prologue (includes) filled in.

@@ -82,6 +82,14 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
     c.bound = "launch";
     return c;
   }
+  if (k.strategy == "constant_fill") {
+    // The constant_output skill's fill: its absorbed nodes do not run; it only writes its output.
+    c.bytes = static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
+    double memory = c.bytes / d.bytes_per_second;
+    c.seconds = memory + d.launch_seconds;
+    c.bound = memory < d.launch_seconds ? "launch" : "memory";
+    return c;
+  }
   std::set<ir::ValueIndex> produced;
   std::set<ir::ValueIndex> read;
   bool tensor_cores = false;

@@ -133,6 +133,17 @@ Status save_iteration(ActorCritic& net, const StageContext& c, const std::string
   return append_metrics(metrics_path(c.out), line);
 }
 
+// A stage the ablation leaves out: the network passes through unchanged (its checkpoint is written, so
+// that the next stage starts from it), and the metrics say so.
+StatusOr<OrderedJson> skip_stage(ActorCritic& net, const StageContext& c, const std::string& stage, int iterations,
+                                 const EpisodeStats& stats) {
+  OrderedJson line = metrics_line(stage, 0, stats);
+  line["skipped"] = "ablation " + c.ablation;
+  KF_RETURN_IF_ERROR(save_iteration(net, c, stage, iterations, line));
+  say(c, stage + ": skipped (ablation " + c.ablation + "): the network passes through unchanged");
+  return line;
+}
+
 const agent::Task& pick_task(const StageContext& c, std::mt19937_64& rng) {
   std::uniform_int_distribution<size_t> pick(0, c.train.size() - 1);
   return c.train[pick(rng)];
@@ -153,8 +164,8 @@ struct Plan {
 };
 
 // Samples a whole plan for `task` and scores the schedule it ends on.
-StatusOr<Plan> sample_plan(agent::Environment& env, const ActorCritic& net, const agent::Task& task,
-                           std::mt19937_64& rng) {
+StatusOr<Plan> sample_plan(const StageContext& c, agent::Environment& env, const ActorCritic& net,
+                           const agent::Task& task, std::mt19937_64& rng) {
   KF_RETURN_IF_ERROR(env.reset(task).status());
   Plan plan;
   while (!env.done()) {
@@ -166,7 +177,7 @@ StatusOr<Plan> sample_plan(agent::Environment& env, const ActorCritic& net, cons
   }
   const agent::Evaluation& last = env.observation().last;
   bool ok = last.result.outcome == sandbox::Outcome::kOk;
-  plan.reward = last.reward.value_or(ok ? 1 : -1);
+  plan.reward = training_reward(c, ok ? &last : nullptr, last.reward.value_or(ok ? 1 : -1));
   plan.faster =
       ok && last.result.t_candidate && last.result.t_compile && *last.result.t_candidate < *last.result.t_compile;
   return plan;
@@ -186,7 +197,7 @@ StatusOr<OrderedJson> run_warmup(const StageContext& c) {
     std::vector<int> turns;
     for (int p = 0; p < c.preset.warmup_plans; ++p) {
       const agent::Task& task = pick_task(c, rng);
-      KF_ASSIGN_OR_RETURN(Plan plan, sample_plan(env, net, task, rng));
+      KF_ASSIGN_OR_RETURN(Plan plan, sample_plan(c, env, net, task, rng));
       rewards.push_back(plan.reward);
       faster.push_back(plan.faster);
       turns.push_back(static_cast<int>(plan.decisions.size()));
@@ -221,15 +232,17 @@ StatusOr<OrderedJson> run_warmup(const StageContext& c) {
 }
 
 // One multi-turn episode of the learned policy, as training keeps it.
-StatusOr<Trajectory> run_learned_episode(agent::Environment& env, std::shared_ptr<const ActorCritic> net,
-                                         const agent::Task& task, uint64_t seed) {
+StatusOr<Trajectory> run_learned_episode(const StageContext& c, agent::Environment& env,
+                                         std::shared_ptr<const ActorCritic> net, const agent::Task& task,
+                                         uint64_t seed) {
   std::vector<std::string> schedules;
   auto policy = make_learned_policy(std::move(net), ActionChoice::kSample, &schedules);
   KF_ASSIGN_OR_RETURN(agent::Episode ep, agent::run_episode(env, *policy, task, seed));
   Trajectory t;
   t.task = task.name;
   t.seed = seed;
-  t.reward = ep.reward;
+  const auto& best = env.observation().best;
+  t.reward = training_reward(c, best ? &*best : nullptr, ep.reward);
   t.faster_than_compile = ep.faster_than_compile;
   t.evaluations = ep.evaluations;
   t.schedules = std::move(schedules);
@@ -275,8 +288,8 @@ StatusOr<OrderedJson> run_collect(const StageContext& c) {
   auto t0 = std::chrono::steady_clock::now();
   for (int i = static_cast<int>(done.size()); i < c.preset.collect_episodes; ++i) {
     const agent::Task& task = c.train[static_cast<size_t>(i) % c.train.size()];
-    KF_ASSIGN_OR_RETURN(Trajectory t,
-                        run_learned_episode(env, net, task, derive_seed(c.seed, "collect", static_cast<uint64_t>(i))));
+    KF_ASSIGN_OR_RETURN(
+        Trajectory t, run_learned_episode(c, env, net, task, derive_seed(c.seed, "collect", static_cast<uint64_t>(i))));
     out << trajectory_to_json(t).dump() << "\n";
     out.flush();
     if (!out) return external_error("cannot append to " + path.string());
@@ -322,6 +335,7 @@ StatusOr<OrderedJson> run_rft(const StageContext& c) {
   ActorCritic& net = start.net;
   net.set_learning_rates(c.preset.actor_lr, c.preset.critic_lr);
   OrderedJson line;
+  if (c.ablation == "no-rft") return skip_stage(net, c, "rft", c.preset.rft_epochs, summarize(ts));
   for (int it = start.iteration; it < c.preset.rft_epochs; ++it) {
     std::mt19937_64 rng(derive_seed(c.seed, "rft", static_cast<uint64_t>(it)));
     SupervisedConfig one = c.preset.supervised;
@@ -376,6 +390,7 @@ StatusOr<OrderedJson> run_value(const StageContext& c) {
   net.set_learning_rates(c.preset.actor_lr, c.preset.critic_lr);
   std::vector<double> returns = returns_of(ts);
   OrderedJson line;
+  if (c.ablation == "no-value-pretraining") return skip_stage(net, c, "value", c.preset.value_rounds, summarize(ts));
   for (int it = start.iteration; it < c.preset.value_rounds; ++it) {
     std::mt19937_64 rng(derive_seed(c.seed, "value", static_cast<uint64_t>(it)));
     std::vector<std::vector<double>> advantages;
@@ -409,7 +424,7 @@ StatusOr<OrderedJson> run_ppo(const StageContext& c) {
     int evaluations = 0;
     for (int e = 0; e < c.preset.ppo_episodes; ++e) {
       const agent::Task& task = pick_task(c, rng);
-      KF_ASSIGN_OR_RETURN(Trajectory t, run_learned_episode(env, net, task, rng()));
+      KF_ASSIGN_OR_RETURN(Trajectory t, run_learned_episode(c, env, net, task, rng()));
       evaluations += t.evaluations;
       ts.push_back(std::move(t));
     }
@@ -503,6 +518,19 @@ StatusOr<Preset> preset_named(const std::string& name) {
 const std::vector<std::string>& stage_names() {
   static const std::vector<std::string> names = {"warmup", "collect", "rft", "value", "ppo"};
   return names;
+}
+
+const std::vector<std::string>& ablation_names() {
+  static const std::vector<std::string> names = {"none", "no-rft", "no-value-pretraining", "continuous-reward"};
+  return names;
+}
+
+double training_reward(const StageContext& c, const agent::Evaluation* best, double milestone) {
+  if (c.ablation != "continuous-reward") return milestone;
+  if (best == nullptr || best->result.outcome != sandbox::Outcome::kOk) return -1;
+  const auto& r = best->result;
+  if (!r.t_candidate || !r.t_compile || *r.t_candidate <= 0) return milestone;  // no times: nothing to scale
+  return *r.t_compile / *r.t_candidate;
 }
 
 fs::path checkpoint_path(const fs::path& out, const std::string& stage) {

@@ -56,6 +56,15 @@ StatusOr<Preset> preset_named(const std::string& name);
 // The stages, in order; "all" runs them all.
 const std::vector<std::string>& stage_names();
 
+// The paper's ablations (section 5 of the digest), each one change to the recipe:
+//   none                  the full recipe
+//   no-rft                the rft stage trains nothing: the actor goes from warm-up straight to PPO
+//   no-value-pretraining  the value stage trains nothing: PPO starts with the warm-up's critic
+//   continuous-reward     training rewards are the speed-up over torch.compile (t_compile / t of the best
+//                         correct candidate; -1 when none is correct) instead of the milestones
+// Held-out comparisons always score the milestone reward, so that variants are compared alike.
+const std::vector<std::string>& ablation_names();
+
 // What every stage needs.
 struct StageContext {
   Preset preset;
@@ -63,8 +72,13 @@ struct StageContext {
   std::shared_ptr<agent::Evaluator> evaluator;
   std::filesystem::path out;
   uint64_t seed = 1;
+  std::string ablation = "none";                     // one of ablation_names()
   std::function<void(const std::string&)> progress;  // one line for people; may be empty
 };
+
+// The training reward of an episode whose best correct candidate is `best` (none: nullptr) and whose
+// milestone reward is `milestone`, under the context's ablation.
+double training_reward(const StageContext& c, const agent::Evaluation* best, double milestone);
 
 // Files of a run directory.
 std::filesystem::path checkpoint_path(const std::filesystem::path& out, const std::string& stage);

@@ -1,12 +1,13 @@
 // `kforge train` as a library call (train.h).
 #include "rl/train.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
-#include "agent/cost_model_evaluator.h"
+#include "agent/evaluator_factory.h"
 #include "agent/policy.h"
 #include "agent/tasks.h"
 #include "base/files.h"
@@ -47,8 +48,10 @@ OrderedJson settings_json(const TrainOptions& o) {
   j["written_by"] = "kforge train: a training run; --resume continues it, --force redoes its stages";
   j["preset"] = o.preset;
   j["protocol"] = o.protocol;
+  j["device"] = o.device;
   j["seed"] = o.seed;
   j["tasks"] = o.tasks;
+  j["ablation"] = o.ablation;
   return j;
 }
 
@@ -71,7 +74,7 @@ Status prepare_run_dir(const TrainOptions& o, const std::vector<std::string>& st
   if (ours && !o.force) {
     KF_ASSIGN_OR_RETURN(std::string text, read_file(marker));
     KF_ASSIGN_OR_RETURN(Json was, parse_json(text, marker.string()));
-    for (const char* key : {"preset", "protocol", "seed", "tasks"}) {
+    for (const char* key : {"preset", "protocol", "device", "seed", "tasks", "ablation"}) {
       OrderedJson now = settings_json(o)[key];
       if (was.contains(key) && Json::parse(now.dump()) != was[key]) {
         return invalid_argument(o.out + " holds a run made with " + key + " " + was[key].dump() + ", not " +
@@ -210,7 +213,8 @@ std::string comparison_table(const OrderedJson& report) {
   std::string text = table.render();
   text += "held-out tasks: " + std::to_string(report["held_out_tasks"].get<int>()) +
           ", budget: " + std::to_string(report["budget"].get<int>()) + " evaluations per episode" +
-          (report["predicted"].get<bool>() ? " (cost-model predictions, not measurements)" : "") + "\n";
+          (report["predicted"].get<bool>() ? " (cost-model predictions, not measurements)" : " (measured on the GPU)") +
+          "\nevaluator: " + report["evaluator"].get<std::string>() + "\n";
   return text;
 }
 
@@ -221,16 +225,26 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
   if (o.out.empty()) return invalid_argument("--out is required: the directory for checkpoints and metrics");
   KF_ASSIGN_OR_RETURN(std::vector<std::string> stages, stages_to_run(o.stage));
   KF_ASSIGN_OR_RETURN(Preset preset, preset_named(o.preset));
+  if (std::find(ablation_names().begin(), ablation_names().end(), o.ablation) == ablation_names().end()) {
+    return invalid_argument("unknown ablation '" + o.ablation +
+                            "': use none, no-rft, no-value-pretraining or continuous-reward");
+  }
   KF_RETURN_IF_ERROR(agent::protocol_tolerance(o.protocol).status());
   for (const auto& p : o.tasks) {
     if (!fs::exists(p)) return not_found("--tasks " + p + " does not exist");
   }
-  // Given tasks load before the run directory is touched, so that bad input leaves nothing behind.
+  // The evaluator and given tasks come before the run directory is touched, so that bad input leaves
+  // nothing behind.
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<agent::Evaluator> evaluator,
+                      agent::make_evaluator(o.device, {.work_dir = fs::path(o.out) / "candidates"}));
   std::vector<agent::Task> all;
   if (!o.tasks.empty()) {
     KF_ASSIGN_OR_RETURN(all, task_set(o, preset));
   }
-  KF_RETURN_IF_ERROR(prepare_run_dir(o, stages));
+  // The run records the device resolved ("auto" is cpu or cuda), so that a resume judges alike.
+  TrainOptions recorded = o;
+  recorded.device = evaluator->measured() ? "cuda" : "cpu";
+  KF_RETURN_IF_ERROR(prepare_run_dir(recorded, stages));
   if (o.tasks.empty()) {
     KF_ASSIGN_OR_RETURN(all, task_set(o, preset));
   }
@@ -239,13 +253,17 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
   if (o.progress) {
     o.progress("tasks: " + std::to_string(train.size()) + " to train on, " + std::to_string(held_out.size()) +
                " held out; preset " + preset.name + ", seed " + std::to_string(o.seed));
+    o.progress("evaluator: " + evaluator->name() +
+               (evaluator->measured() ? ": every candidate built, verified and timed on the GPU"
+                                      : ": times predicted by the roofline, not measured"));
   }
   StageContext context;
   context.preset = preset;
   context.train = std::move(train);
-  context.evaluator = std::make_shared<agent::CostModelEvaluator>();
+  context.evaluator = evaluator;
   context.out = o.out;
   context.seed = o.seed;
+  context.ablation = o.ablation;
   context.progress = o.progress;
 
   TrainResult result;
@@ -263,12 +281,13 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
     KF_ASSIGN_OR_RETURN(OrderedJson scores, compare_policies(o, preset, held_out, context.evaluator));
     for (auto& [name, value] : scores.items()) report[name] = value;
     report["budget"] = preset.eval_budget;
-    report["predicted"] = true;
+    report["predicted"] = !context.evaluator->measured();
   }
   report["evaluator"] = context.evaluator->name();
   report["preset"] = preset.name;
   report["protocol"] = o.protocol;
   report["seed"] = o.seed;
+  report["ablation"] = o.ablation;
   report["train_tasks"] = static_cast<int>(context.train.size());
   report["held_out_tasks"] = static_cast<int>(held_out.size());
   report["stages"] = stage_metrics;

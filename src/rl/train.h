@@ -4,7 +4,8 @@
 //
 // Run directory: train.json (the run's settings), <stage>.pt (each stage's checkpoint, written after
 // every iteration), trajectories.jsonl (collect), metrics.jsonl (one line per stage iteration),
-// comparison.json, and synth/ when the tasks were synthesized.
+// comparison.json, synth/ when the tasks were synthesized, and candidates/ (the GPU evaluator's builds)
+// when the device is cuda.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,8 @@ struct TrainOptions {
   std::string out;
   std::string preset = "ci";
   std::string protocol = "cuda-agent";
+  std::string device = "cpu";     // how episodes are judged: cpu (cost model), cuda (GPU harness) or auto
+  std::string ablation = "none";  // one of rl::ablation_names() (stages.h): the recipe with one part changed
   uint64_t seed = 1;
   bool resume = false;                               // continue the stages' checkpoints in `out`
   bool force = false;                                // redo the stages even if `out` holds their results

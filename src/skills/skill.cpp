@@ -1,6 +1,7 @@
 // The skill catalogue (docs/skills.md describes each entry for people).
 #include "skills/skill.h"
 
+#include "skills/constant_output.h"
 #include "skills/fuse_elementwise.h"
 #include "skills/precision.h"
 
@@ -8,6 +9,12 @@ namespace kforge::skills {
 
 const std::vector<Skill>& all_skills() {
   static const std::vector<Skill> skills = {
+      // Graph rewrites that hold for every input come first: they remove kernels the others would tune.
+      {"constant_output",
+       "writes a graph output that value ranges prove constant (e.g. clamp(min(x, 0), 0, 1) = 0) as a fill of "
+       "that constant and drops the kernels that only fed it; exact for every input whose reference output has "
+       "no NaN (a NaN input, or inf - inf upstream, would give NaN there and the constant here); costs nothing",
+       constant_output_sites, constant_output},
       {"fuse_elementwise",
        "joins a producer chain of elementwise ops to its consumer chain when the producer's result has the "
        "consumer's shape and no one else reads it; saves one write and one read of that tensor and a launch; "

@@ -59,6 +59,18 @@ def test_out_dir_not_made_by_train_is_refused(tmp_path):
 
 
 @needs_torch
+def test_device_cuda_without_a_gpu_is_refused(tmp_path):
+    if os.path.exists("/dev/nvidia0") or os.environ.get("KFORGE_ASSUME_GPU") == "1":
+        pytest.skip("this machine has a GPU")
+    r = kforge("train", "--device", "cuda", "--out", str(tmp_path / "run"))
+    assert r.returncode == 2
+    assert "needs an NVIDIA GPU" in r.stderr and "--device cpu" in r.stderr
+    assert not (tmp_path / "run").exists()
+    r = kforge("train", "--device", "tpu", "--out", str(tmp_path / "run"))
+    assert r.returncode == 2 and "--device" in r.stderr
+
+
+@needs_torch
 def test_missing_out_is_a_usage_error():
     r = kforge("train", "--stage", "warmup")
     assert r.returncode == 2
@@ -82,6 +94,9 @@ def test_ci_preset_end_to_end(tmp_path):
     # Each learned episode stays within the budget of evaluations.
     assert j["learned"]["evaluations"] <= j["budget"] * j["learned"]["episodes"]
     assert "learned" in r.stdout and "heuristic" in r.stdout
+    # The default device is cpu: the cost model judges, and the output says so.
+    assert j["evaluator"] == "cost model (predicted)" and "evaluator: cost model (predicted)" in r.stdout
+    assert json.loads((out / "train.json").read_text())["device"] == "cpu"
     for f in ("warmup.pt", "rft.pt", "value.pt", "ppo.pt", "trajectories.jsonl", "metrics.jsonl"):
         assert (out / f).exists(), f
     stages = [json.loads(line)["stage"] for line in (out / "metrics.jsonl").read_text().splitlines()]

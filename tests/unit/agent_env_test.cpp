@@ -258,7 +258,7 @@ TEST(AgentFeatures, SayWhatTheyMean) {
   EXPECT_GT(s[kStateLastVsCompile], 0.0f) << "the first schedule is slower than predicted torch.compile";
   EXPECT_FLOAT_EQ(s[kStateOutcome + static_cast<int>(sandbox::Outcome::kOk)], 1.0f);
   const auto& fuse = obs.action_features.front();
-  EXPECT_FLOAT_EQ(fuse[kActionSkill + 0], 1.0f);  // fuse_elementwise is the catalogue's first skill
+  EXPECT_FLOAT_EQ(fuse[kActionSkill + 1], 1.0f);  // fuse_elementwise is the catalogue's second skill
   EXPECT_LT(fuse[kActionCostChange], 0.0f) << "fusing saves a launch and a round trip";
   EXPECT_FLOAT_EQ(fuse[kActionLogKernels], 0.25f * std::log2(3.0f));
   const auto& stop = obs.action_features.back();
