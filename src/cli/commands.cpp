@@ -18,10 +18,6 @@ namespace kforge::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
 int report_error(const Status& s, const char* command) {
   std::fprintf(stderr, "kforge %s: error: %s\n", command, s.message().c_str());
   switch (s.code()) {
@@ -32,6 +28,10 @@ int report_error(const Status& s, const char* command) {
     default: return kExitInternal;
   }
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();

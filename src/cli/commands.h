@@ -16,6 +16,10 @@ enum ExitCode {
   kExitInternal = 4,      // a bug in kforge
 };
 
+// Prints "kforge COMMAND: error: ..." and returns the exit code of the Status's kind: bad input 2,
+// a missing or failing tool 3, anything else (a bug) 4.
+int report_error(const Status& s, const char* command);
+
 struct CommonOptions {
   std::string protocol = "cuda-agent";
   int jobs = 0;

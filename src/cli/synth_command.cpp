@@ -21,15 +21,7 @@ int run_synth(const SynthArgs& a) {
   o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   auto summary = synth::run_synth(o);
   if (!summary.is_ok()) {
-    const Status& s = summary.status();
-    std::fprintf(stderr, "kforge synth: error: %s\n", s.message().c_str());
-    switch (s.code()) {
-      case ErrorCode::kInvalidArgument:
-      case ErrorCode::kNotFound:
-      case ErrorCode::kUnsupported: return kExitUserError;
-      case ErrorCode::kExternal: return kExitEnvironment;
-      default: return kExitInternal;
-    }
+    return report_error(summary.status(), "synth");
   }
   if (a.json) {
     std::cout << summary->report.dump(2) << "\n";

@@ -61,15 +61,7 @@ int run_train(const TrainArgs& a) {
   o.progress = [](const std::string& line) { std::fprintf(stderr, "kforge train: %s\n", line.c_str()); };
   auto result = rl::run_training(o);
   if (!result.is_ok()) {
-    const Status& s = result.status();
-    std::fprintf(stderr, "kforge train: error: %s\n", s.message().c_str());
-    switch (s.code()) {
-      case ErrorCode::kInvalidArgument:
-      case ErrorCode::kNotFound:
-      case ErrorCode::kUnsupported: return kExitUserError;
-      case ErrorCode::kExternal: return kExitEnvironment;
-      default: return kExitInternal;
-    }
+    return report_error(result.status(), "train");
   }
   if (!a.json_out.empty()) {
     Status w = write_file(a.json_out, result->report.dump(2) + "\n");
