@@ -151,7 +151,6 @@ StatusOr<Episode> run_episode(Environment& env, Policy& policy, const Task& task
   policy.take_lookahead_evaluations();  // what an earlier episode left uncounted is not this one's
   Episode ep;
   ep.task = task.name;
-  ep.policy = policy.name();
   int lookahead = 0;
   while (!env.done()) {
     const Observation& obs = env.observation();
@@ -169,6 +168,7 @@ StatusOr<Episode> run_episode(Environment& env, Policy& policy, const Task& task
     ep.transitions.push_back(std::move(t));
   }
   const Observation& obs = env.observation();
+  ep.policy = policy.name();  // after the episode: exhaustive says whether its cap cut the search
   ep.reward = env.episode_reward();
   ep.turns = static_cast<int>(ep.transitions.size());
   ep.evaluations = env.evaluations() + lookahead;

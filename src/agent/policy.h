@@ -16,7 +16,7 @@ namespace kforge::agent {
 class Policy {
  public:
   virtual ~Policy() = default;
-  virtual std::string name() const = 0;  // "random", "heuristic", "search", "learned"
+  virtual std::string name() const = 0;  // "random", "heuristic", "search", "exhaustive", "learned"
   // Chooses an index into env.observation().actions. May fork `env` (search) but must not step it.
   virtual int choose(const Environment& env, std::mt19937_64& rng) = 0;
   // Evaluator calls the policy made on forks (search look-ahead) since the last call; run_episode
@@ -27,6 +27,12 @@ class Policy {
 std::unique_ptr<Policy> make_random_policy();
 std::unique_ptr<Policy> make_heuristic_policy();
 std::unique_ptr<Policy> make_search_policy(int beam_width = 4, int depth = 3);
+// At its first choice in an episode, breadth-first search over every schedule reachable from the
+// current one (fork + step; schedules deduplicated before they are evaluated, by their JSON with the applied
+// skills sorted) up to `max_states` evaluated states; then it plays the action path to the fastest correct
+// candidate, one action per choice, and stops. Its evaluations count as look-ahead. Name "exhaustive";
+// "exhaustive (capped at N states)" after a search the cap cut short (then it is not exhaustive).
+std::unique_ptr<Policy> make_exhaustive_policy(int max_states = 4096);
 
 // One step of an episode, as training needs it.
 struct Transition {
@@ -41,7 +47,7 @@ struct Transition {
 
 struct Episode {
   std::string task;
-  std::string policy;
+  std::string policy;  // the policy's name() at the end of the episode
   std::vector<Transition> transitions;
   double reward = -1;  // milestone reward of the best correct candidate
   bool faster_than_compile = false;

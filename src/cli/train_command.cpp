@@ -19,6 +19,9 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainArgs& a) {
   cmd->add_option("--stage", a.stage, "warmup, collect, rft, value, ppo or all (default: all)");
   cmd->add_option("--tasks", a.tasks,
                   "dataset or suite directories, or problem files (default: synthesize the preset's count)");
+  cmd->add_option("--eval-tasks", a.eval_tasks,
+                  "compare the policies on these suites or problem files (all of them) instead of the held-out "
+                  "split, with search and exhaustive search too (issue #5's criterion)");
   cmd->add_option("--out", a.out, "the run directory: checkpoints, trajectories, metrics.jsonl")->required();
   cmd->add_option("--preset", a.preset, "ci (minutes, on a CPU) or full (the paper's sizes)")
       ->check(CLI::IsMember({"ci", "full"}));
@@ -50,6 +53,7 @@ int run_train(const TrainArgs& a) {
   rl::TrainOptions o;
   o.stage = a.stage;
   o.tasks = a.tasks;
+  o.eval_tasks = a.eval_tasks;
   o.out = a.out;
   o.preset = a.preset;
   o.protocol = a.protocol;

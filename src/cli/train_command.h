@@ -12,10 +12,11 @@ class App;
 namespace kforge::cli {
 
 struct TrainArgs {
-  std::string stage = "all";       // warmup, collect, rft, value, ppo or all
-  std::vector<std::string> tasks;  // dataset / suite directories or problem files (default: synthesize)
-  std::string out;                 // the run directory
-  std::string preset = "ci";       // ci (minutes on a laptop) or full (the paper's sizes)
+  std::string stage = "all";            // warmup, collect, rft, value, ppo or all
+  std::vector<std::string> tasks;       // dataset / suite directories or problem files (default: synthesize)
+  std::vector<std::string> eval_tasks;  // when given, the final comparison runs on these (plus search, exhaustive)
+  std::string out;                      // the run directory
+  std::string preset = "ci";            // ci (minutes on a laptop) or full (the paper's sizes)
   std::string protocol = "cuda-agent";
   std::string device = "cpu";     // cpu (cost model; the default: GPU episodes are slow), cuda or auto
   std::string ablation = "none";  // the paper's ablations: none, no-rft, no-value-pretraining, continuous-reward

@@ -21,6 +21,10 @@ namespace kforge::rl {
 struct TrainOptions {
   std::string stage = "all";       // warmup, collect, rft, value, ppo or all
   std::vector<std::string> tasks;  // dataset / suite directories or problem files; empty: synthesize
+  // When given, the final comparison runs on these tasks (all of them) instead of the held-out split,
+  // and adds the search and exhaustive policies (issue #5's check: the learned policy's share of
+  // exhaustive search's geomean speed-up, and of its evaluations).
+  std::vector<std::string> eval_tasks;
   std::string out;
   std::string preset = "ci";
   std::string protocol = "cuda-agent";
@@ -33,7 +37,8 @@ struct TrainOptions {
 };
 
 struct TrainResult {
-  OrderedJson report;  // {"learned": {...}, "random": {...}, "heuristic": {...}, "budget": N, ...}
+  OrderedJson report;  // {"learned": {...}, "random": {...}, "heuristic": {...}, "budget": N, ...}; with
+                       // eval_tasks also "search" and "exhaustive"
   std::string table;   // the comparison for people (empty when the stages run did not end with ppo)
 };
 

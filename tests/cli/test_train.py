@@ -39,6 +39,14 @@ def test_missing_tasks(tmp_path):
 
 
 @needs_torch
+def test_missing_eval_tasks(tmp_path):
+    r = kforge("train", "--eval-tasks", str(tmp_path / "nope"), "--out", str(tmp_path / "run"))
+    assert r.returncode == 2
+    assert "--eval-tasks" in r.stderr and "does not exist" in r.stderr and "nope" in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@needs_torch
 def test_tasks_directory_without_problems(tmp_path):
     (tmp_path / "empty").mkdir()
     r = kforge("train", "--tasks", str(tmp_path / "empty"), "--out", str(tmp_path / "run"))

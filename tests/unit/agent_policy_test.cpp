@@ -110,6 +110,32 @@ TEST(AgentPolicy, SearchFindsTheBestAndCountsItsLookAhead) {
             costmodel::program_cost(task.graph, h->best).seconds * (1 + 1e-12));
 }
 
+TEST(AgentPolicy, ExhaustiveIsAtLeastTheHeuristicAndCountsItsEvaluations) {
+  for (const Task& task : all_test_tasks()) {
+    auto exhaustive = make_exhaustive_policy();
+    Environment env = make_env();
+    auto ep = run_episode(env, *exhaustive, task, 0);
+    ASSERT_TRUE(ep.is_ok()) << ep.status().message();
+    EXPECT_EQ(ep->policy, "exhaustive") << "these graphs have far fewer than 4096 schedules";
+    auto heuristic = make_heuristic_policy();
+    Environment env2 = make_env();
+    auto h = run_episode(env2, *heuristic, task, 0);
+    ASSERT_TRUE(h.is_ok());
+    if (h->evaluations > 1)  // a site that applies (conv_relu under kernelbench has none)
+      EXPECT_GT(ep->evaluations, env.evaluations()) << task.name << ": look-ahead evaluations count";
+    EXPECT_LE(costmodel::program_cost(task.graph, ep->best).seconds,
+              costmodel::program_cost(task.graph, h->best).seconds * (1 + 1e-12))
+        << task.name << " " << task.protocol;
+    EXPECT_GE(ep->reward, h->reward) << task.name << " " << task.protocol;
+  }
+  // A cap smaller than the schedules reachable cuts the search short, and the name says so.
+  auto capped = make_exhaustive_policy(1);
+  Environment env = make_env();
+  auto ep = run_episode(env, *capped, task_from(kChainGraph), 0);
+  ASSERT_TRUE(ep.is_ok()) << ep.status().message();
+  EXPECT_EQ(ep->policy, "exhaustive (capped at 1 states)");
+}
+
 TEST(AgentPolicy, RandomIsSeededAndLegal) {
   auto random = make_random_policy();
   std::vector<std::string> first;
