@@ -5,12 +5,13 @@
 #                                         timed under cuda-agent (--time-limit 300 s)
 #   bench/gpu_run.sh kernelbench probe    all 150 verified under kernelbench (--time-limit 240 s), then
 #                                         the cuDNN engine probe of failing convs (conv_engine_probe.py)
+#   bench/gpu_run.sh threats              every threat fixture through the GPU harness (selftest --gpu)
 # TESTS_TIMEOUT and KERNELBENCH_LIMIT (seconds) shorten those parts to fit a call.
 # JSON, logs and tables go to $OUT (at most 8 files come back); the tables come last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .gpu/kforge ] || { echo "gpu_run: no .gpu/kforge: run bench/prepare_gpu_batch.sh here and carry .gpu" >&2; exit 2; }
-[ $# -gt 0 ] || { echo "gpu_run: name the parts to run: tests, cuda-agent, kernelbench, probe" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "gpu_run: name the parts to run: tests, cuda-agent, kernelbench, threats, probe" >&2; exit 2; }
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 if [ -x /opt/torch/.venv/bin/python ]; then export KFORGE_PYTHON=/opt/torch/.venv/bin/python; fi
@@ -43,11 +44,15 @@ for part in "$@"; do
       pkill -9 -f kforge.harness ;;
     cuda-agent) bench cuda-agent 300 --trials 10 ;;
     kernelbench) bench kernelbench "${KERNELBENCH_LIMIT:-240}" --no-profile ;;
+    threats)
+      timeout 420 .gpu/kforge selftest threats --gpu --json "$OUT/threats.json" > "$OUT/threats.txt" 2>&1
+      echo "threats: exit $?"; tail -30 "$OUT/threats.txt"
+      pkill -9 -f kforge.harness ;;
     probe)
       timeout 150 $KFORGE_PYTHON bench/conv_engine_probe.py --cands /tmp/bench-kernelbench .gpu/kb/level1/50_*.py \
         .gpu/kb/level1/57_*.py .gpu/kb/level1/76_*.py .gpu/kb/level1/81_*.py > "$OUT/conv-probe.txt" 2>&1
       echo "conv probe: exit $?"; tail -30 "$OUT/conv-probe.txt" ;;
-    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, probe)" >&2 ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe)" >&2 ;;
   esac
 done
 if [ -f "$OUT/bench-tables.txt" ]; then
