@@ -45,7 +45,7 @@ for part in "$@"; do
     cuda-agent) bench cuda-agent 300 --trials 10 ;;
     kernelbench) bench kernelbench "${KERNELBENCH_LIMIT:-240}" --no-profile ;;
     threats)
-      timeout 420 .gpu/kforge selftest threats --gpu --json "$OUT/threats.json" > "$OUT/threats.txt" 2>&1
+      timeout 420 .gpu/kforge selftest threats --gpu --fixtures tests/threats --json "$OUT/threats.json" > "$OUT/threats.txt" 2>&1
       echo "threats: exit $?"; tail -30 "$OUT/threats.txt"
       pkill -9 -f kforge.harness ;;
     probe)
