@@ -6,7 +6,8 @@
 #   bench/gpu_run.sh kernelbench probe    all 150 verified under kernelbench (--time-limit 240 s), then
 #                                         the cuDNN engine probe of failing convs (conv_engine_probe.py)
 #   bench/gpu_run.sh threats              every threat fixture through the GPU harness (selftest --gpu)
-# TESTS_TIMEOUT and KERNELBENCH_LIMIT (seconds) shorten those parts to fit a call.
+# TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
+# LEVELS="level2" benches only the levels named (default: all of .gpu/kb).
 # JSON, logs and tables go to $OUT (at most 8 files come back); the tables come last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +26,16 @@ if ! ls /usr/local/cuda/lib64/libcudnn.so /usr/lib/x86_64-linux-gnu/libcudnn.so 
 fi
 { nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader; $KFORGE_PYTHON -c "import torch; print('torch', torch.__version__)"; echo "commit $KFORGE_COMMIT; parts $*"; } | tee "$OUT/env.txt"
 
+SUITE=.gpu/kb
+if [ -n "${LEVELS:-}" ]; then
+  SUITE=/tmp/kf-suite; rm -rf "$SUITE"; mkdir -p "$SUITE"
+  for l in $LEVELS; do ln -s "$PWD/.gpu/kb/$l" "$SUITE/$l"; done
+fi
+
 bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new work; timeout is a safety net
   local protocol=$1 limit=$2
   shift 2
-  timeout $((limit + 90)) .gpu/kforge bench --suite .gpu/kb --protocol "$protocol" --workers 4 --time-limit "$limit" \
+  timeout $((limit + 90)) .gpu/kforge bench --suite "$SUITE" --protocol "$protocol" --workers 4 --time-limit "$limit" \
     --json "$OUT/bench-$protocol.json" --out /tmp/bench-"$protocol" --force "$@" \
     > /tmp/bench-"$protocol".txt 2> "$OUT/bench-$protocol.log"
   echo "$protocol bench: exit $?"
@@ -42,7 +49,7 @@ for part in "$@"; do
       timeout "${TESTS_TIMEOUT:-420}" $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs tests/gpu > "$OUT/gpu-tests.txt" 2>&1
       echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
       pkill -9 -f kforge.harness ;;
-    cuda-agent) bench cuda-agent 300 --trials 10 ;;
+    cuda-agent) bench cuda-agent "${CUDA_AGENT_LIMIT:-300}" --trials 10 ;;
     kernelbench) bench kernelbench "${KERNELBENCH_LIMIT:-240}" --no-profile ;;
     threats)
       timeout 420 .gpu/kforge selftest threats --gpu --fixtures tests/threats --json "$OUT/threats.json" > "$OUT/threats.txt" 2>&1

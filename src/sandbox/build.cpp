@@ -122,7 +122,15 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
 
   BuildResult result;
   result.compiles.resize(units.size());
+  // Keys are content hashes, known before anything compiles: when the linked library is cached,
+  // its objects are not needed (a staged cache may carry the libraries without them).
   std::vector<std::string> object_keys(units.size());
+  for (size_t i = 0; i < units.size(); ++i)
+    object_keys[i] = content_hash(key_prefix + units[i].file + "\n" + units[i].code);
+  std::string link_key_text = tc.nvcc_version + libraries_flags(program.libraries);
+  for (const auto& k : object_keys) link_key_text += "\n" + k;
+  const fs::path cached_lib = cache / "lib" / (content_hash(link_key_text) + ".so");
+  const bool lib_cached = fs::exists(cached_lib, ec);
   std::atomic<size_t> next{0};
   std::mutex mu;
   Status failure = Status::ok();
@@ -131,12 +139,11 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
       const Unit& u = units[i];
       CompileRecord rec;
       rec.file = u.file;
-      std::string key = content_hash(key_prefix + u.file + "\n" + u.code);
-      object_keys[i] = key;
+      const std::string& key = object_keys[i];
       fs::path obj = cache / "obj" / (key + ".o");
       fs::path log_file = cache / "obj" / (key + ".log");
       std::error_code e;
-      if (fs::exists(obj, e)) {
+      if (lib_cached || fs::exists(obj, e)) {
         rec.ok = rec.cached = true;
         auto log = read_file(log_file);
         if (log.is_ok()) rec.log = log.value();
@@ -183,11 +190,7 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
     }
   }
 
-  std::string link_key_text = tc.nvcc_version + libraries_flags(program.libraries);
-  for (const auto& k : object_keys) link_key_text += "\n" + k;
-  std::string link_key = content_hash(link_key_text);
-  fs::path cached_lib = cache / "lib" / (link_key + ".so");
-  if (fs::exists(cached_lib, ec)) {
+  if (lib_cached) {
     result.link_cached = true;
   } else {
     fs::path tmp_lib = unique_temp(cached_lib);

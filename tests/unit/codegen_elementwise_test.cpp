@@ -123,6 +123,19 @@ TEST(CodegenElementwise, BuildsWithNvcc) {
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(again->cache_hits, static_cast<int>(again->compiles.size()));
   EXPECT_TRUE(again->link_cached);
+  // A cached library needs no objects (a staged cache carries libraries without them): nothing
+  // compiles again, and the resource report still comes from the kept compile logs.
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache" / "obj"))
+    if (e.path().extension() == ".o") std::filesystem::remove(e.path());
+  auto without_objects =
+      sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
+  ASSERT_TRUE(without_objects.is_ok());
+  EXPECT_TRUE(without_objects->ok) << without_objects->message;
+  EXPECT_EQ(without_objects->cache_hits, static_cast<int>(without_objects->compiles.size()));
+  EXPECT_TRUE(without_objects->link_cached);
+  bool resources_kept = false;
+  for (const auto& c : without_objects->compiles) resources_kept = resources_kept || !c.resources.empty();
+  EXPECT_TRUE(resources_kept);
   std::filesystem::remove_all(dir);
 }
 
