@@ -17,6 +17,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 if [ -x /opt/torch/.venv/bin/python ]; then export KFORGE_PYTHON=/opt/torch/.venv/bin/python; fi
 export KFORGE_PYTHON=${KFORGE_PYTHON:-python3}
+if ldd .gpu/kforge | grep -q "not found"; then export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; fi
 export KFORGE_CACHE=$PWD/.gpu/cache KFORGE_COMMIT=$(cat .gpu/COMMIT) KFORGE_BIN=$PWD/.gpu/kforge
 export KFORGE_KERNELBENCH=$PWD/.gpu/kb PYTHONPATH=$PWD/python
 # Linking -lcudnn needs an unversioned libcudnn.so; the GPU machine may only have torch's libcudnn.so.9.

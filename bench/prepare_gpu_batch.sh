@@ -16,7 +16,16 @@ if [ -d build/kforge-cache ]; then cp -r build/kforge-cache/. .gpu/cache/; fi
 copied=$(date +%s)
 sleep 2  # entries the runs below create or read are newer than the copy (see prune_cache.py)
 cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 .gpu/kb/
-strip -o .gpu/kforge build/kforge
+# The GPU machine has no libtorch-dev: its kforge is built without the RL layer (`train` says so there).
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKFORGE_BUILD_TESTS=OFF \
+  -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON > build/gpu-kforge-build.log 2>&1 && cmake --build build-gpu --target kforge >> build/gpu-kforge-build.log 2>&1 ||
+  { echo "prepare_gpu_batch: building kforge without libtorch failed (build/gpu-kforge-build.log)" >&2; exit 3; }
+strip -o .gpu/kforge build-gpu/kforge
+# libsqlite3 travels with it, used there only if the machine lacks its own (gpu_run.sh).
+mkdir -p .gpu/lib && cp -L "$(ldd .gpu/kforge | awk '/libsqlite3/ {print $3}')" .gpu/lib/
+if ldd .gpu/kforge | grep -q "not found\|libtorch"; then
+  echo "prepare_gpu_batch: .gpu/kforge needs libraries the GPU machine lacks:" >&2; ldd .gpu/kforge >&2; exit 3
+fi
 # The GPU machine has no bubblewrap; Debian's binary runs there (DEVICE.md), found next to kforge.
 if [ -x /usr/bin/bwrap ]; then mkdir -p .gpu/bin && cp /usr/bin/bwrap .gpu/bin/bwrap; fi
 commit=$(git rev-parse --short HEAD)
