@@ -38,4 +38,12 @@ std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const st
   return os.str();
 }
 
+std::string channel_offset(const ir::Shape& out, const std::string& i) {
+  int64_t inner = 1;
+  for (size_t d = 2; d < out.size(); ++d) inner *= out[d];
+  const std::string channels = std::to_string(out.size() > 1 ? out[1] : 1);
+  if (inner == 1) return "(" + i + " % " + channels + "LL)";
+  return "((" + i + " / " + std::to_string(inner) + "LL) % " + channels + "LL)";
+}
+
 }  // namespace kforge::codegen

@@ -11,6 +11,10 @@ namespace kforge::codegen {
 // `out`, at linear output index `i` (an int64_t variable). Same shape: just `i`.
 std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const std::string& i);
 
+// C expression of the channel (dim 1) of linear index `i` into a contiguous tensor of shape `out`
+// (rank >= 2): a per-channel operand's offset, as batch_norm's.
+std::string channel_offset(const ir::Shape& out, const std::string& i);
+
 // Row-major strides of a contiguous shape.
 std::vector<int64_t> contiguous_strides(const ir::Shape& s);
 

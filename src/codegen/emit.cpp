@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "skills/constant_output.h"
+#include "skills/conv_epilogue.h"
 
 namespace kforge::codegen {
 
@@ -21,7 +22,7 @@ std::string EmitContext::in_ptr(size_t i) const {
   return ptr(node().inputs.at(i), false);
 }
 std::string EmitContext::out_ptr() const {
-  return ptr(node().output, true);
+  return ptr(out_value != ir::kNoValue ? out_value : node().output, true);
 }
 
 std::string EmitContext::signature() const {
@@ -60,6 +61,9 @@ KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
   if (ctx.kernel.strategy == skills::kConstantFillStrategy) return emit_constant_fill(ctx);
+  if (ctx.kernel.nodes.size() > 1 && skills::is_conv_epilogue(ctx.graph, ctx.kernel)) return emit_conv_epilogue(ctx);
+  // Pointwise chains (ir::is_pointwise), whatever their root's family (batch_norm_inference).
+  if (ctx.kernel.strategy == "elementwise") return emit_elementwise_chain(ctx);
   // Only elementwise chains compute several nodes in one kernel so far; any other emitter would
   // silently drop the others.
   if (ctx.kernel.nodes.size() > 1 && !ir::is_elementwise(ir::op_info(ctx.node().op).family)) {

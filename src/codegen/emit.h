@@ -32,6 +32,10 @@ class EmitContext {
   const schedule::Kernel& kernel;
   const BufferPlan& buffers;
 
+  // Where the root's result goes when not to its own value's storage: a library call that feeds an
+  // epilogue in the same kernel writes into the epilogue's output (conv_epilogue), kNoValue otherwise.
+  ir::ValueIndex out_value = ir::kNoValue;
+
   const ir::Node& node() const { return graph.nodes()[static_cast<size_t>(kernel.root())]; }
   const ir::TensorType& in_type(size_t i) const { return graph.type(node().inputs.at(i)); }
   const ir::TensorType& out_type() const { return graph.type(node().output); }
@@ -62,6 +66,26 @@ std::string ctype(ir::DType t);
 // A kernel of strategy "constant_fill" (the constant_output skill): writes its root's output with the
 // constant the value ranges prove, whatever its other (absorbed) nodes are. emit_constant.cpp.
 StatusOr<KernelSource> emit_constant_fill(const EmitContext& ctx);
+
+// A convolution (or transposed one) with the elementwise chain after it (the conv_epilogue skill):
+// the library call writes into the chain's output, and one generated pass adds the bias and
+// computes the chain in place. emit_conv.cpp.
+StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx);
+
+// A grid-stride kernel `<name>` computing the elementwise `nodes` (in order) at every index of the
+// output of the last one, written to `out`; with a seed, the value `seed.value` is not loaded but
+// computed by `seed.expr` (which may read `out[i]`, the output itself, and the seed's extra
+// parameters). Returns the kernel's definition; `launch` gets the statements that launch it.
+struct ChainSeed {
+  ir::ValueIndex value = ir::kNoValue;
+  std::string expr;
+  std::vector<std::pair<std::string, std::string>> params;  // {declaration, argument}
+};
+// The kernel of strategy "elementwise": a chain of pointwise nodes. emit_elementwise.cpp.
+StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx);
+
+StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std::vector<int>& nodes,
+                                               const std::string& name, const ChainSeed& seed, std::string& launch);
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx);
 

@@ -603,7 +603,10 @@ std::string cudnn_code(const EmitContext& ctx, const ConvGeom& g, const std::str
   return os.str();
 }
 
-StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose) {
+// With leave_bias, the cuDNN paths skip their bias pass (the caller adds the bias in its epilogue)
+// and set *bias_left; the direct and depthwise kernels add it inside, as before.
+StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, bool leave_bias = false,
+                                        bool* bias_left = nullptr) {
   const char* what = transpose ? "conv_transpose" : "conv";
   KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(ctx, transpose));
   const ir::DType dt = ctx.out_type().dtype;
@@ -665,6 +668,8 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose) 
   }
   KernelSource src = begin_source(ctx, engine == kTorchEngine ? kBackendPrelude : kCudnnPrelude);
   src.libraries = {"cudnn"};
+  const bool library_bias = has_bias && !leave_bias;
+  if (bias_left != nullptr) *bias_left = has_bias && leave_bias;
   const int64_t io_mb = static_cast<int64_t>(ctx.in_type(0).bytes() + ctx.out_type().bytes()) >> 20;
   int64_t launches = 0;
   if (engine == kTorchEngine) {
@@ -676,19 +681,69 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose) 
     // budget); the knob workspace_mb overrides it. KFORGE_CUDNN_LOG=1 reports skipped engines.
     src.workspace_bytes = static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 256, 2048)))
                           << 20;
-    src.code += backend_code(ctx, g, T, has_bias, launches);
+    src.code += backend_code(ctx, g, T, library_bias, launches);
   } else {
     // Workspace for cudnnFind: the knob workspace_mb, else the size of input and output (32 MiB ..
     // 512 MiB), enough for the implicit-GEMM and most FFT/Winograd choices.
     src.workspace_bytes = static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 32, 512)))
                           << 20;
-    src.code += cudnn_code(ctx, g, T, has_bias, launches);
+    src.code += cudnn_code(ctx, g, T, library_bias, launches);
   }
   src.launches = launches;
   return src;
 }
 
 }  // namespace
+
+StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
+  const ir::Graph& gr = ctx.graph;
+  const int conv_node = ctx.kernel.nodes.front();
+  const ir::Node& conv = gr.nodes()[static_cast<size_t>(conv_node)];
+  const bool transpose = ir::op_info(conv.op).family == ir::OpFamily::kConvTranspose;
+  const ir::ValueIndex conv_out = conv.output;
+  const ir::ValueIndex result = ctx.node().output;
+  if (gr.type(conv_out).shape != gr.type(result).shape || gr.type(conv_out).dtype != gr.type(result).dtype)
+    return internal_error("kernel " + ctx.kernel.name + ": the epilogue's result is not the convolution's shape and dtype");
+  // The convolution alone, as its own function <name>_conv, writing into the epilogue's output.
+  schedule::Kernel conv_kernel = ctx.kernel;
+  conv_kernel.nodes = {conv_node};
+  conv_kernel.name = ctx.kernel.name + "_conv";
+  EmitContext conv_ctx(gr, ctx.sched, conv_kernel, ctx.buffers);
+  conv_ctx.out_value = result;
+  bool bias_left = false;
+  KF_ASSIGN_OR_RETURN(KernelSource src, emit_conv_family(conv_ctx, transpose, true, &bias_left));
+  KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(conv_ctx, transpose));
+  src.name = ctx.kernel.name;
+  src.file_name = ctx.kernel.name + ".cu";
+  // The bias first, rounded to the tensor's type as torch's separate add rounds it, then the chain.
+  ChainSeed seed;
+  seed.value = conv_out;
+  const std::string T = ctype(gr.type(conv_out).dtype);
+  const std::string A = acc_type(gr.type(conv_out).dtype);
+  if (bias_left) {
+    seed.expr = "(" + T + ")((" + A + ")out[i] + (" + A + ")conv_bias[(i / " + std::to_string(g.spatial_out) + "LL) % " +
+                std::to_string(g.cout) + "LL])";
+    seed.params.push_back({"const " + T + "* __restrict__ conv_bias", conv_ctx.in_ptr(2)});
+  } else {
+    seed.expr = "out[i]";
+  }
+  std::string launch;
+  const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
+  if (gr.type(result).numel() == 0) {
+    src.code += "\n" + ctx.signature() + " {\n  return " + conv_kernel.name + "(ctx, bufs);\n}\n";
+    return src;
+  }
+  KF_ASSIGN_OR_RETURN(std::string epilogue,
+                      elementwise_chain_kernel(ctx, chain, ctx.kernel.name + "_epilogue", seed, launch));
+  std::string described;
+  for (int n : chain) described += "//   " + ir::describe(gr, gr.nodes()[static_cast<size_t>(n)]) + "\n";
+  src.code += "\n// The epilogue (conv_epilogue skill): " + std::string(bias_left ? "the bias, then " : "") +
+              "the elementwise chain, in place on the convolution's output:\n" + described + "namespace {\n" +
+              epilogue + "}  // namespace\n\n" + ctx.signature() + " {\n  const int rc = " + conv_kernel.name +
+              "(ctx, bufs);\n  if (rc != 0) return rc;\n" + launch + "  return 0;\n}\n";
+  src.launches += 1;
+  return src;
+}
 
 StatusOr<KernelSource> emit_Conv(const EmitContext& ctx) {
   return emit_conv_family(ctx, false);

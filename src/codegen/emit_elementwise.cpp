@@ -189,6 +189,21 @@ StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, 
               ")";
       break;
     }
+    case ir::OpFamily::kNorm: {
+      // batch_norm with running statistics (ir::is_pointwise): torch's inference transform,
+      // (x - mean) * (1 / sqrt(var + eps)) * weight + bias, in the compute type.
+      if (node.op != ir::OpId::kBatchNorm || !ir::is_pointwise(node) || ops.size() < 5 || ops[3].expr.empty() ||
+          ops[4].expr.empty()) {
+        return internal_error("node_statements: " + ir::describe(g, node) + " is not pointwise");
+      }
+      T = compute_type(out_dtype);
+      const std::string eps = T == "double" ? double_literal(node.attrs.f("eps")) : "T" + float_literal(node.attrs.f("eps"));
+      lines = "const T x = " + as_t(ops[0]) + "; const T invstd = T(1) / sqrt(" + as_t(ops[4]) + " + " + eps + "); ";
+      value = "(x - " + as_t(ops[3]) + ") * invstd";
+      if (!ops[1].expr.empty()) value = "(" + value + ") * " + as_t(ops[1]);
+      if (!ops[2].expr.empty()) value = "(" + value + ") + " + as_t(ops[2]);
+      break;
+    }
     default: return internal_error("node_statements: " + ir::describe(g, node) + " is not elementwise");
   }
   return "{ typedef " + T + " T; " + lines + out + " = (" + out_t + ")(" + value + "); }";
@@ -206,27 +221,36 @@ std::string fp16_headers(const ir::Graph& g, const schedule::Kernel& k) {
 
 }  // namespace
 
-// The kernel of an elementwise chain: its nodes in order, the last one's output written.
-StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx) {
+StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std::vector<int>& nodes,
+                                               const std::string& name, const ChainSeed& seed, std::string& launch) {
   const ir::Graph& g = ctx.graph;
-  const ir::Shape& shape = ctx.out_type().shape;
-  const int64_t n = ctx.out_type().numel();
+  const ir::Node& root = g.nodes()[static_cast<size_t>(nodes.back())];
+  const ir::TensorType& out_type = g.type(root.output);
+  const ir::Shape& shape = out_type.shape;
+  const int64_t n = out_type.numel();
   std::vector<bool> in_kernel(g.values().size(), false);
-  for (int k : ctx.kernel.nodes) {
+  if (seed.value != ir::kNoValue) {
+    if (g.type(seed.value).shape != shape)
+      return internal_error("kernel " + name + ": the seed value does not have the chain's shape");
+    in_kernel[static_cast<size_t>(seed.value)] = true;
+  }
+  for (int k : nodes) {
     const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
-    if (!ir::is_elementwise(ir::op_info(node.op).family)) {
-      return internal_error("kernel " + ctx.kernel.name + " mixes " + ir::describe(g, node) +
-                            " into an elementwise chain");
+    if (!ir::is_pointwise(node)) {
+      return internal_error("kernel " + name + " mixes " + ir::describe(g, node) + " into an elementwise chain");
     }
-    if (k != ctx.kernel.root() && g.type(node.output).shape != shape) {
-      return internal_error("kernel " + ctx.kernel.name + ": " + ir::describe(g, node) +
-                            " does not have the chain's shape " + ir::shape_str(shape));
+    if (k != nodes.back() && g.type(node.output).shape != shape) {
+      return internal_error("kernel " + name + ": " + ir::describe(g, node) + " does not have the chain's shape " +
+                            ir::shape_str(shape));
     }
   }
   // Loads of values made outside the kernel, one kernel parameter per distinct value.
   std::vector<ir::ValueIndex> params;
   std::ostringstream body;
-  for (int k : ctx.kernel.nodes) {
+  if (seed.value != ir::kNoValue) {
+    body << "    const " << ctype(g.type(seed.value).dtype) << " r" << seed.value << " = " << seed.expr << ";\n";
+  }
+  for (int k : nodes) {
     const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
     std::vector<Operand> ops;
     for (auto v : node.inputs) {
@@ -239,7 +263,10 @@ StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx) {
         o.expr = "r" + std::to_string(v);
       } else {
         if (std::find(params.begin(), params.end(), v) == params.end()) params.push_back(v);
-        o.expr = "in" + std::to_string(v) + "[" + broadcast_offset(g.type(v).shape, shape, "i") + "]";
+        // batch_norm's per-channel operands (weight, bias, running mean and variance) index dim 1.
+        const bool per_channel = node.op == ir::OpId::kBatchNorm && v != node.inputs[0];
+        o.expr = "in" + std::to_string(v) + "[" +
+                 (per_channel ? channel_offset(shape, "i") : broadcast_offset(g.type(v).shape, shape, "i")) + "]";
       }
       ops.push_back(o);
     }
@@ -248,6 +275,34 @@ StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx) {
     body << "    " << ctype(g.type(node.output).dtype) << " " << var << ";\n    " << stmt << "\n";
     in_kernel[static_cast<size_t>(node.output)] = true;
   }
+  const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+  const std::string out_var = "r" + std::to_string(root.output);
+  std::ostringstream os, decl, args;
+  for (auto v : params) {
+    decl << "const " << ctype(g.type(v).dtype) << "* __restrict__ in" << v << ", ";
+    args << ctx.ptr(v, false) << ", ";
+  }
+  for (const auto& [d, a] : seed.params) {
+    decl << d << ", ";
+    args << a << ", ";
+  }
+  // With a seed reading out[i], the output is read and written at the same index: not __restrict__.
+  const char* out_qual = seed.value != ir::kNoValue ? "" : " __restrict__";
+  os << "__global__ void __launch_bounds__(" << block << ") " << name << "(" << decl.str() << ctype(out_type.dtype)
+     << "*" << out_qual << " out) {\n"
+     << "  KF_GRID_STRIDE(i, " << n << "LL) {\n"
+     << body.str() << "    out[i] = " << out_var << ";\n"
+     << "  }\n"
+     << "}\n";
+  launch = "  " + name + "<<<kf_grid(" + std::to_string(n) + "LL, " + std::to_string(block) + "), " +
+           std::to_string(block) + ", 0, ctx->stream>>>(" + args.str() + ctx.ptr(root.output, true) +
+           ");\n  KF_LAUNCHED();\n";
+  return os.str();
+}
+
+// The kernel of an elementwise chain: its nodes in order, the last one's output written.
+StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx) {
+  const ir::Graph& g = ctx.graph;
   KernelSource src = begin_source(ctx, fp16_headers(g, ctx.kernel));
   if (ctx.kernel.nodes.size() > 1) {
     std::string chain;
@@ -255,33 +310,16 @@ StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx) {
     src.code = src.code.substr(0, src.code.find('\n') + 1) + "// fused elementwise chain:\n" + chain +
                src.code.substr(src.code.find('\n') + 1);
   }
-  if (n == 0) {
+  std::string launch;
+  KF_ASSIGN_OR_RETURN(std::string kernel,
+                      elementwise_chain_kernel(ctx, ctx.kernel.nodes, ctx.kernel.name + "_kernel", {}, launch));
+  if (ctx.out_type().numel() == 0) {
     src.code += ctx.signature() + " { return 0; }\n";
     src.launches = 0;
     return src;
   }
-  const int block = static_cast<int>(ctx.kernel.knob("block", 256));
-  const std::string out_var = "r" + std::to_string(ctx.node().output);
-  std::ostringstream os, decl, args;
-  for (auto v : params) {
-    decl << "const " << ctype(g.type(v).dtype) << "* __restrict__ in" << v << ", ";
-    args << ctx.ptr(v, false) << ", ";
-  }
-  os << "namespace {\n"
-     << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_kernel(" << decl.str()
-     << ctype(ctx.out_type().dtype) << "* __restrict__ out) {\n"
-     << "  KF_GRID_STRIDE(i, " << n << "LL) {\n"
-     << body.str() << "    out[i] = " << out_var << ";\n"
-     << "  }\n"
-     << "}\n"
-     << "}  // namespace\n\n"
-     << ctx.signature() << " {\n"
-     << "  " << ctx.kernel.name << "_kernel<<<kf_grid(" << n << "LL, " << block << "), " << block
-     << ", 0, ctx->stream>>>(" << args.str() << ctx.out_ptr() << ");\n"
-     << "  KF_LAUNCHED();\n"
-     << "  return 0;\n"
-     << "}\n";
-  src.code += os.str();
+  src.code += "namespace {\n" + kernel + "}  // namespace\n\n" + ctx.signature() + " {\n" + launch +
+              "  return 0;\n}\n";
   return src;
 }
 

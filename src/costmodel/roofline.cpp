@@ -103,7 +103,14 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
     }
   }
   for (auto v : read) c.bytes += static_cast<double>(g.type(v).bytes());
-  c.bytes += static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
+  const double out_bytes = static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
+  c.bytes += out_bytes;
+  // A convolution with its epilogue: the library writes the output, the epilogue reads and rewrites it.
+  // (The conv_epilogue skill's kernels: the only library kernels with more than one node.)
+  if (k.impl == schedule::Impl::kLibrary && k.nodes.size() > 1 &&
+      (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose")) {
+    c.bytes += 2 * out_bytes;
+  }
   double compute = c.flops / (tensor_cores ? d.tf32_flops : d.fp32_flops);
   double memory = c.bytes / d.bytes_per_second;
   c.seconds = std::max(compute, memory) + d.launch_seconds;

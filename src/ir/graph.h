@@ -122,4 +122,9 @@ Status validate(const Graph& g);
 // A one-line description of a node for messages: "v3 = conv(x, p0, p1) at problem.py:15".
 std::string describe(const Graph& g, const Node& node);
 
+// A node whose every output element depends only on its operands at the same index, up to a
+// per-channel broadcast: the elementwise families, and batch_norm with running statistics
+// (training false: a per-channel affine map). Chains of them fuse into one kernel.
+bool is_pointwise(const Node& node);
+
 }  // namespace kforge::ir

@@ -1,7 +1,9 @@
 // The skill catalogue (docs/skills.md describes each entry for people).
 #include "skills/skill.h"
 
+#include "skills/batch_norm_inference.h"
 #include "skills/constant_output.h"
+#include "skills/conv_epilogue.h"
 #include "skills/fuse_elementwise.h"
 #include "skills/precision.h"
 
@@ -15,11 +17,21 @@ const std::vector<Skill>& all_skills() {
        "that constant and drops the kernels that only fed it; exact for every input whose reference output has "
        "no NaN (a NaN input, or inf - inf upstream, would give NaN there and the constant here); costs nothing",
        constant_output_sites, constant_output},
+      {"batch_norm_inference",
+       "makes a batch_norm with running statistics (eval mode) a per-channel affine map in a pointwise kernel, "
+       "so the fusion skills can join it to its neighbours; costs nothing (the same math as torch's inference "
+       "transform)",
+       batch_norm_inference_sites, batch_norm_inference},
       {"fuse_elementwise",
        "joins a producer chain of elementwise ops to its consumer chain when the producer's result has the "
        "consumer's shape and no one else reads it; saves one write and one read of that tensor and a launch; "
        "costs nothing (registers)",
        fuse_elementwise_sites, fuse_elementwise},
+      {"conv_epilogue",
+       "makes the elementwise chain after a cuDNN convolution its epilogue: the convolution writes into the "
+       "chain's output and one generated pass adds the bias and computes the chain in place; saves one read and "
+       "one write of the output and a launch (the bias was its own pass); costs nothing",
+       conv_epilogue_sites, conv_epilogue},
       {"tf32_contractions",
        "runs float32 cuBLAS GEMMs and attention on TF32 tensor cores (fp32 accumulate) when the protocol's "
        "tolerance is at least 1e-3; about 5-8x the fp32 rate on an H200; costs ~5e-4 relative error per product",

@@ -258,7 +258,11 @@ TEST(AgentFeatures, SayWhatTheyMean) {
   EXPECT_GT(s[kStateLastVsCompile], 0.0f) << "the first schedule is slower than predicted torch.compile";
   EXPECT_FLOAT_EQ(s[kStateOutcome + static_cast<int>(sandbox::Outcome::kOk)], 1.0f);
   const auto& fuse = obs.action_features.front();
-  EXPECT_FLOAT_EQ(fuse[kActionSkill + 1], 1.0f);  // fuse_elementwise is the catalogue's second skill
+  int fuse_slot = -1;
+  for (size_t i = 0; i < skills::all_skills().size(); ++i)
+    if (skills::all_skills()[i].name == "fuse_elementwise") fuse_slot = static_cast<int>(i);
+  ASSERT_GE(fuse_slot, 0);
+  EXPECT_FLOAT_EQ(fuse[kActionSkill + fuse_slot], 1.0f);  // the one-hot slot of fuse_elementwise
   EXPECT_LT(fuse[kActionCostChange], 0.0f) << "fusing saves a launch and a round trip";
   EXPECT_FLOAT_EQ(fuse[kActionLogKernels], 0.25f * std::log2(3.0f));
   const auto& stop = obs.action_features.back();
