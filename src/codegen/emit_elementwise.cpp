@@ -228,12 +228,6 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   const ir::TensorType& out_type = g.type(root.output);
   const ir::Shape& shape = out_type.shape;
   const int64_t n = out_type.numel();
-  std::vector<bool> in_kernel(g.values().size(), false);
-  if (seed.value != ir::kNoValue) {
-    if (g.type(seed.value).shape != shape)
-      return internal_error("kernel " + name + ": the seed value does not have the chain's shape");
-    in_kernel[static_cast<size_t>(seed.value)] = true;
-  }
   for (int k : nodes) {
     const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
     if (!ir::is_pointwise(node)) {
@@ -244,39 +238,73 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
                             ir::shape_str(shape));
     }
   }
-  // Loads of values made outside the kernel, one kernel parameter per distinct value.
+  if (seed.value != ir::kNoValue && g.type(seed.value).shape != shape)
+    return internal_error("kernel " + name + ": the seed value does not have the chain's shape");
+
+  // Values made outside the kernel, one kernel parameter each, in first-use order.
   std::vector<ir::ValueIndex> params;
-  std::ostringstream body;
-  if (seed.value != ir::kNoValue) {
-    body << "    const " << ctype(g.type(seed.value).dtype) << " r" << seed.value << " = " << seed.expr << ";\n";
-  }
-  for (int k : nodes) {
-    const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
-    std::vector<Operand> ops;
-    for (auto v : node.inputs) {
-      if (v == ir::kNoValue) {
-        ops.push_back({});
-        continue;
+  // Full-shape 4-byte operands (and a 4-byte output): the vector form loads them 16 bytes at a time.
+  auto four_byte = [&](ir::ValueIndex v) { return ir::dtype_size(g.type(v).dtype) == 4; };
+  std::vector<ir::ValueIndex> vector_loads;
+  // The chain's statements at linear index `i`; `vec` names operands by lane of their vector load.
+  auto body_at = [&](bool vec) -> StatusOr<std::string> {
+    std::vector<bool> in_kernel(g.values().size(), false);
+    std::ostringstream body;
+    if (seed.value != ir::kNoValue) {
+      std::string expr = seed.expr;
+      if (vec) {
+        for (size_t at = expr.find("out[i]"); at != std::string::npos; at = expr.find("out[i]", at))
+          expr.replace(at, 6, "vout[l]");
       }
-      Operand o{"", g.type(v).dtype};
-      if (in_kernel[static_cast<size_t>(v)]) {
-        o.expr = "r" + std::to_string(v);
-      } else {
-        if (std::find(params.begin(), params.end(), v) == params.end()) params.push_back(v);
-        // batch_norm's per-channel operands (weight, bias, running mean and variance) index dim 1.
-        const bool per_channel = node.op == ir::OpId::kBatchNorm && v != node.inputs[0];
-        o.expr = "in" + std::to_string(v) + "[" +
-                 (per_channel ? channel_offset(shape, "i") : broadcast_offset(g.type(v).shape, shape, "i")) + "]";
-      }
-      ops.push_back(o);
+      body << "    const " << ctype(g.type(seed.value).dtype) << " r" << seed.value << " = " << expr << ";\n";
+      in_kernel[static_cast<size_t>(seed.value)] = true;
     }
-    const std::string var = "r" + std::to_string(node.output);
-    KF_ASSIGN_OR_RETURN(std::string stmt, node_statements(g, node, ops, var));
-    body << "    " << ctype(g.type(node.output).dtype) << " " << var << ";\n    " << stmt << "\n";
-    in_kernel[static_cast<size_t>(node.output)] = true;
+    for (int k : nodes) {
+      const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
+      std::vector<Operand> ops;
+      for (auto v : node.inputs) {
+        if (v == ir::kNoValue) {
+          ops.push_back({});
+          continue;
+        }
+        Operand o{"", g.type(v).dtype};
+        if (in_kernel[static_cast<size_t>(v)]) {
+          o.expr = "r" + std::to_string(v);
+        } else {
+          if (std::find(params.begin(), params.end(), v) == params.end()) params.push_back(v);
+          // batch_norm's per-channel operands (weight, bias, running mean and variance) index dim 1.
+          const bool per_channel = node.op == ir::OpId::kBatchNorm && v != node.inputs[0];
+          const bool full = !per_channel && g.type(v).shape == shape;
+          if (vec && full && four_byte(v)) {
+            if (std::find(vector_loads.begin(), vector_loads.end(), v) == vector_loads.end()) vector_loads.push_back(v);
+            o.expr = "v" + std::to_string(v) + "[l]";
+          } else {
+            o.expr = "in" + std::to_string(v) + "[" +
+                     (per_channel ? channel_offset(shape, "i") : broadcast_offset(g.type(v).shape, shape, "i")) + "]";
+          }
+        }
+        ops.push_back(o);
+      }
+      const std::string var = "r" + std::to_string(node.output);
+      KF_ASSIGN_OR_RETURN(std::string stmt, node_statements(g, node, ops, var));
+      body << "    " << ctype(g.type(node.output).dtype) << " " << var << ";\n    " << stmt << "\n";
+      in_kernel[static_cast<size_t>(node.output)] = true;
+    }
+    return body.str();
+  };
+  KF_ASSIGN_OR_RETURN(std::string scalar_body, body_at(false));
+  // The vector form: 4 consecutive elements per thread and iteration, 16-byte loads and store; used
+  // when the sizes allow it (knob "vector" = 4, the default; 1 turns it off) and, checked at run
+  // time, every vector-loaded pointer is 16-byte aligned.
+  const bool vectorize = ctx.kernel.knob("vector", 4) == 4 && n % 4 == 0 && n > 0 && four_byte(root.output);
+  std::string vector_body;
+  if (vectorize) {
+    KF_ASSIGN_OR_RETURN(vector_body, body_at(true));
   }
+
   const int block = static_cast<int>(ctx.kernel.knob("block", 256));
   const std::string out_var = "r" + std::to_string(root.output);
+  const std::string out_t = ctype(out_type.dtype);
   std::ostringstream os, decl, args;
   for (auto v : params) {
     decl << "const " << ctype(g.type(v).dtype) << "* __restrict__ in" << v << ", ";
@@ -287,16 +315,54 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
     args << a << ", ";
   }
   // With a seed reading out[i], the output is read and written at the same index: not __restrict__.
-  const char* out_qual = seed.value != ir::kNoValue ? "" : " __restrict__";
-  os << "__global__ void __launch_bounds__(" << block << ") " << name << "(" << decl.str() << ctype(out_type.dtype)
-     << "*" << out_qual << " out) {\n"
+  const bool reads_out = seed.value != ir::kNoValue && seed.expr.find("out[i]") != std::string::npos;
+  const std::string out_decl = out_t + (reads_out ? "* out" : "* __restrict__ out");
+  os << "__global__ void __launch_bounds__(" << block << ") " << name << "(" << decl.str() << out_decl << ") {\n"
      << "  KF_GRID_STRIDE(i, " << n << "LL) {\n"
-     << body.str() << "    out[i] = " << out_var << ";\n"
+     << scalar_body << "    out[i] = " << out_var << ";\n"
      << "  }\n"
      << "}\n";
-  launch = "  " + name + "<<<kf_grid(" + std::to_string(n) + "LL, " + std::to_string(block) + "), " +
-           std::to_string(block) + ", 0, ctx->stream>>>(" + args.str() + ctx.ptr(root.output, true) +
-           ");\n  KF_LAUNCHED();\n";
+  const std::string out_arg = ctx.ptr(root.output, true);
+  auto launch_of = [&](const std::string& kernel, int64_t items) {
+    return "  " + kernel + "<<<kf_grid(" + std::to_string(items) + "LL, " + std::to_string(block) + "), " +
+           std::to_string(block) + ", 0, ctx->stream>>>(" + args.str() + out_arg + ");\n";
+  };
+  if (!vectorize) {
+    launch = launch_of(name, n) + "  KF_LAUNCHED();\n";
+    return os.str();
+  }
+  // Lane l of a 16-byte load, as a 4-element array view of the float4 / int4 register.
+  auto vec_t = [&](ir::ValueIndex v) { return ir::is_floating(g.type(v).dtype) ? "float4" : "int4"; };
+  os << "// The same chain, 4 elements per thread and iteration (16-byte loads and stores).\n"
+     << "__global__ void __launch_bounds__(" << block << ") " << name << "_x4(" << decl.str() << out_decl << ") {\n"
+     << "  KF_GRID_STRIDE(q, " << n / 4 << "LL) {\n";
+  for (auto v : vector_loads) {
+    os << "    const " << vec_t(v) << " p" << v << " = reinterpret_cast<const " << vec_t(v) << "*>(in" << v
+       << ")[q];\n"
+       << "    const " << ctype(g.type(v).dtype) << "* v" << v << " = reinterpret_cast<const " << ctype(g.type(v).dtype)
+       << "*>(&p" << v << ");\n";
+  }
+  const std::string ovec = ir::is_floating(out_type.dtype) ? "float4" : "int4";
+  if (reads_out) {
+    os << "    const " << ovec << " pout = reinterpret_cast<const " << ovec << "*>(out)[q];\n"
+       << "    const " << out_t << "* vout = reinterpret_cast<const " << out_t << "*>(&pout);\n";
+  }
+  os << "    " << ovec << " res;\n"
+     << "    " << out_t << "* vres = reinterpret_cast<" << out_t << "*>(&res);\n"
+     << "#pragma unroll\n"
+     << "    for (int l = 0; l < 4; ++l) {\n"
+     << "    const int64_t i = q * 4 + l;\n"
+     << "    (void)i;\n"
+     << vector_body << "    vres[l] = " << out_var << ";\n"
+     << "    }\n"
+     << "    reinterpret_cast<" << ovec << "*>(out)[q] = res;\n"
+     << "  }\n"
+     << "}\n";
+  std::string aligned = "(reinterpret_cast<uintptr_t>(" + out_arg + ")";
+  for (auto v : vector_loads) aligned += " | reinterpret_cast<uintptr_t>(" + ctx.ptr(v, false) + ")";
+  aligned += ") % 16 == 0";
+  launch = "  if (" + aligned + ") {\n  " + launch_of(name + "_x4", n / 4) + "  } else {\n  " + launch_of(name, n) +
+           "  }\n  KF_LAUNCHED();\n";
   return os.str();
 }
 
