@@ -87,6 +87,17 @@ StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx);
 StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std::vector<int>& nodes,
                                                const std::string& name, const ChainSeed& seed, std::string& launch);
 
+// A device function `<name>(long long i, <params>)` returning the value of the pointwise `nodes`'
+// last output at its linear index i (a prologue: the reduce kernels read it in place of a load).
+struct PointwiseFunction {
+  std::string code;       // the __device__ __forceinline__ definition
+  std::string params;     // its operand parameters ("const float* __restrict__ in3, ..."), also the kernel's
+  std::string call_args;  // the names of those parameters ("in3, ...")
+  std::string host_args;  // their host expressions, same order
+};
+StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std::vector<int>& nodes,
+                                               const std::string& name);
+
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx);
 
 // A fresh KernelSource with name, file name and the standard prologue (includes) filled in.

@@ -221,6 +221,60 @@ std::string fp16_headers(const ir::Graph& g, const schedule::Kernel& k) {
 
 }  // namespace
 
+// The chain's statements at linear index `i` (an int64_t) of the last node's output: each node into
+// a register r<value>. Operands made outside are kernel parameters in<value> (added to `params` in
+// first-use order); with `vec`, full-shape 4-byte ones are read as lane `l` of a 16-byte load
+// v<value> (added to `vector_loads`), and the seed's out[i] as vout[l].
+static StatusOr<std::string> chain_statements(const ir::Graph& g, const std::vector<int>& nodes, const ChainSeed& seed,
+                                              bool vec, std::vector<ir::ValueIndex>& params,
+                                              std::vector<ir::ValueIndex>& vector_loads) {
+  const ir::Shape& shape = g.type(g.nodes()[static_cast<size_t>(nodes.back())].output).shape;
+  auto four_byte = [&](ir::ValueIndex v) { return ir::dtype_size(g.type(v).dtype) == 4; };
+  std::vector<bool> in_kernel(g.values().size(), false);
+  std::ostringstream body;
+  if (seed.value != ir::kNoValue) {
+    std::string expr = seed.expr;
+    if (vec) {
+      for (size_t at = expr.find("out[i]"); at != std::string::npos; at = expr.find("out[i]", at))
+        expr.replace(at, 6, "vout[l]");
+    }
+    body << "    const " << ctype(g.type(seed.value).dtype) << " r" << seed.value << " = " << expr << ";\n";
+    in_kernel[static_cast<size_t>(seed.value)] = true;
+  }
+  for (int k : nodes) {
+    const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
+    std::vector<Operand> ops;
+    for (auto v : node.inputs) {
+      if (v == ir::kNoValue) {
+        ops.push_back({});
+        continue;
+      }
+      Operand o{"", g.type(v).dtype};
+      if (in_kernel[static_cast<size_t>(v)]) {
+        o.expr = "r" + std::to_string(v);
+      } else {
+        if (std::find(params.begin(), params.end(), v) == params.end()) params.push_back(v);
+        // batch_norm's per-channel operands (weight, bias, running mean and variance) index dim 1.
+        const bool per_channel = node.op == ir::OpId::kBatchNorm && v != node.inputs[0];
+        const bool full = !per_channel && g.type(v).shape == shape;
+        if (vec && full && four_byte(v)) {
+          if (std::find(vector_loads.begin(), vector_loads.end(), v) == vector_loads.end()) vector_loads.push_back(v);
+          o.expr = "v" + std::to_string(v) + "[l]";
+        } else {
+          o.expr = "in" + std::to_string(v) + "[" +
+                   (per_channel ? channel_offset(shape, "i") : broadcast_offset(g.type(v).shape, shape, "i")) + "]";
+        }
+      }
+      ops.push_back(o);
+    }
+    const std::string var = "r" + std::to_string(node.output);
+    KF_ASSIGN_OR_RETURN(std::string stmt, node_statements(g, node, ops, var));
+    body << "    " << ctype(g.type(node.output).dtype) << " " << var << ";\n    " << stmt << "\n";
+    in_kernel[static_cast<size_t>(node.output)] = true;
+  }
+  return body.str();
+}
+
 StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std::vector<int>& nodes,
                                                const std::string& name, const ChainSeed& seed, std::string& launch) {
   const ir::Graph& g = ctx.graph;
@@ -246,60 +300,14 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   // Full-shape 4-byte operands (and a 4-byte output): the vector form loads them 16 bytes at a time.
   auto four_byte = [&](ir::ValueIndex v) { return ir::dtype_size(g.type(v).dtype) == 4; };
   std::vector<ir::ValueIndex> vector_loads;
-  // The chain's statements at linear index `i`; `vec` names operands by lane of their vector load.
-  auto body_at = [&](bool vec) -> StatusOr<std::string> {
-    std::vector<bool> in_kernel(g.values().size(), false);
-    std::ostringstream body;
-    if (seed.value != ir::kNoValue) {
-      std::string expr = seed.expr;
-      if (vec) {
-        for (size_t at = expr.find("out[i]"); at != std::string::npos; at = expr.find("out[i]", at))
-          expr.replace(at, 6, "vout[l]");
-      }
-      body << "    const " << ctype(g.type(seed.value).dtype) << " r" << seed.value << " = " << expr << ";\n";
-      in_kernel[static_cast<size_t>(seed.value)] = true;
-    }
-    for (int k : nodes) {
-      const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
-      std::vector<Operand> ops;
-      for (auto v : node.inputs) {
-        if (v == ir::kNoValue) {
-          ops.push_back({});
-          continue;
-        }
-        Operand o{"", g.type(v).dtype};
-        if (in_kernel[static_cast<size_t>(v)]) {
-          o.expr = "r" + std::to_string(v);
-        } else {
-          if (std::find(params.begin(), params.end(), v) == params.end()) params.push_back(v);
-          // batch_norm's per-channel operands (weight, bias, running mean and variance) index dim 1.
-          const bool per_channel = node.op == ir::OpId::kBatchNorm && v != node.inputs[0];
-          const bool full = !per_channel && g.type(v).shape == shape;
-          if (vec && full && four_byte(v)) {
-            if (std::find(vector_loads.begin(), vector_loads.end(), v) == vector_loads.end()) vector_loads.push_back(v);
-            o.expr = "v" + std::to_string(v) + "[l]";
-          } else {
-            o.expr = "in" + std::to_string(v) + "[" +
-                     (per_channel ? channel_offset(shape, "i") : broadcast_offset(g.type(v).shape, shape, "i")) + "]";
-          }
-        }
-        ops.push_back(o);
-      }
-      const std::string var = "r" + std::to_string(node.output);
-      KF_ASSIGN_OR_RETURN(std::string stmt, node_statements(g, node, ops, var));
-      body << "    " << ctype(g.type(node.output).dtype) << " " << var << ";\n    " << stmt << "\n";
-      in_kernel[static_cast<size_t>(node.output)] = true;
-    }
-    return body.str();
-  };
-  KF_ASSIGN_OR_RETURN(std::string scalar_body, body_at(false));
+  KF_ASSIGN_OR_RETURN(std::string scalar_body, chain_statements(g, nodes, seed, false, params, vector_loads));
   // The vector form: 4 consecutive elements per thread and iteration, 16-byte loads and store; used
   // when the sizes allow it (knob "vector" = 4, the default; 1 turns it off) and, checked at run
   // time, every vector-loaded pointer is 16-byte aligned.
   const bool vectorize = ctx.kernel.knob("vector", 4) == 4 && n % 4 == 0 && n > 0 && four_byte(root.output);
   std::string vector_body;
   if (vectorize) {
-    KF_ASSIGN_OR_RETURN(vector_body, body_at(true));
+    KF_ASSIGN_OR_RETURN(vector_body, chain_statements(g, nodes, seed, true, params, vector_loads));
   }
 
   const int block = static_cast<int>(ctx.kernel.knob("block", 256));
@@ -364,6 +372,31 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   launch = "  if (" + aligned + ") {\n  " + launch_of(name + "_x4", n / 4) + "  } else {\n  " + launch_of(name, n) +
            "  }\n  KF_LAUNCHED();\n";
   return os.str();
+}
+
+StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std::vector<int>& nodes,
+                                               const std::string& name) {
+  const ir::Graph& g = ctx.graph;
+  for (int k : nodes) {
+    if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(k)]))
+      return internal_error(name + ": " + ir::describe(g, g.nodes()[static_cast<size_t>(k)]) + " is not pointwise");
+  }
+  std::vector<ir::ValueIndex> params, unused;
+  KF_ASSIGN_OR_RETURN(std::string body, chain_statements(g, nodes, {}, false, params, unused));
+  const ir::ValueIndex result = g.nodes()[static_cast<size_t>(nodes.back())].output;
+  PointwiseFunction f;
+  std::string decl;
+  for (size_t j = 0; j < params.size(); ++j) {
+    const std::string sep = j ? ", " : "";
+    const std::string p = "in" + std::to_string(params[j]);
+    decl += sep + "const " + ctype(g.type(params[j]).dtype) + "* __restrict__ " + p;
+    f.call_args += sep + p;
+    f.host_args += sep + ctx.ptr(params[j], false);
+  }
+  f.params = decl;
+  f.code = "__device__ __forceinline__ " + ctype(g.type(result).dtype) + " " + name + "(long long i" +
+           (decl.empty() ? "" : ", " + decl) + ") {\n" + body + "    return r" + std::to_string(result) + ";\n}\n";
+  return f;
 }
 
 // The kernel of an elementwise chain: its nodes in order, the last one's output written.

@@ -203,6 +203,21 @@ StatusOr<KernelSource> emit_Reduce(const EmitContext& ctx) {
     s.vec_host = ctx.in_ptr(0);
   }
   s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+  if (ctx.kernel.nodes.size() > 1) {
+    // A pointwise prologue (the reduce_prologue skill): the reduced tensor is never stored; each
+    // element is computed where the reduction would have loaded it.
+    const std::vector<int> prologue(ctx.kernel.nodes.begin(), ctx.kernel.nodes.end() - 1);
+    if (ctx.graph.nodes()[static_cast<size_t>(prologue.back())].output != node.inputs[0])
+      return internal_error("kernel " + ctx.kernel.name + ": the prologue does not make the reduction's input");
+    const std::string fn = ctx.kernel.name + "_prologue";
+    KF_ASSIGN_OR_RETURN(PointwiseFunction f, pointwise_function(ctx, prologue, fn));
+    s.load = "(" + CT + ")" + fn + "(off" + (f.call_args.empty() ? "" : ", " + f.call_args) + ")";
+    s.params = (f.params.empty() ? "" : f.params + ", ") + ctype(out.dtype) + "* __restrict__ out";
+    s.args = (f.host_args.empty() ? "" : f.host_args + ", ") + ctx.out_ptr();
+    s.vec_ptr.clear();
+    s.vec_host.clear();
+    acc.code = "// The prologue, computed at each element the reduction reads:\n" + f.code + "\n" + acc.code;
+  }
   reduce::Code rc = reduce::emit(s);
   return assemble(ctx, reduce::half_headers({in.dtype, out.dtype}), acc.code, rc);
 }

@@ -6,6 +6,7 @@
 #include "skills/conv_epilogue.h"
 #include "skills/fuse_elementwise.h"
 #include "skills/precision.h"
+#include "skills/reduce_prologue.h"
 
 namespace kforge::skills {
 
@@ -32,6 +33,11 @@ const std::vector<Skill>& all_skills() {
        "chain's output and one generated pass adds the bias and computes the chain in place; saves one read and "
        "one write of the output and a launch (the bias was its own pass); costs nothing",
        conv_epilogue_sites, conv_epilogue},
+      {"reduce_prologue",
+       "computes a pointwise chain whose only reader is a reduction inside the reduction's kernel, where the "
+       "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "
+       "stored; saves a write and a read of it and a launch; costs the reduction its 16-byte loads",
+       reduce_prologue_sites, reduce_prologue},
       {"tf32_contractions",
        "runs float32 cuBLAS GEMMs and attention on TF32 tensor cores (fp32 accumulate) when the protocol's "
        "tolerance is at least 1e-3; about 5-8x the fp32 rate on an H200; costs ~5e-4 relative error per product",

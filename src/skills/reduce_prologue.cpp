@@ -1,0 +1,77 @@
+// reduce_prologue: legality and the merge of a pointwise chain into the reduction that reads it.
+#include "skills/reduce_prologue.h"
+
+#include <algorithm>
+
+namespace kforge::skills {
+
+namespace {
+
+bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k) {
+  if (k.impl != schedule::Impl::kGenerated || k.strategy != "elementwise") return false;
+  return std::all_of(k.nodes.begin(), k.nodes.end(),
+                     [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
+}
+
+bool is_reduce_kernel(const ir::Graph& g, const schedule::Kernel& k) {
+  return k.impl == schedule::Impl::kGenerated && k.strategy == "reduce" &&
+         ir::op_info(g.nodes()[static_cast<size_t>(k.root())].op).family == ir::OpFamily::kReduce;
+}
+
+std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
+  const int n = static_cast<int>(s.kernels.size());
+  if (producer < 0 || consumer < 0 || producer >= n || consumer >= n || producer >= consumer)
+    return "the chain's kernel must run before the reduction's";
+  const auto& p = s.kernels[static_cast<size_t>(producer)];
+  const auto& c = s.kernels[static_cast<size_t>(consumer)];
+  if (!is_pointwise_chain(g, p)) return "the producer must be a generated pointwise chain";
+  if (!is_reduce_kernel(g, c) || c.nodes.size() != 1) return "the consumer must be a reduce kernel of one reduction";
+  const ir::ValueIndex v = g.nodes()[static_cast<size_t>(p.root())].output;
+  const ir::Node& red = g.nodes()[static_cast<size_t>(c.root())];
+  if (red.inputs.empty() || red.inputs[0] != v) return "the reduction does not reduce the chain's result";
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
+    return "the chain's result is a graph output, so it must be stored";
+  for (int user : g.users(v)) {
+    if (user != c.root()) return "the chain's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
+  }
+  return "";
+}
+
+}  // namespace
+
+bool is_reduce_prologue(const ir::Graph& g, const schedule::Kernel& k) {
+  return is_reduce_kernel(g, k) && k.nodes.size() > 1 &&
+         std::all_of(k.nodes.begin(), k.nodes.end() - 1,
+                     [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
+}
+
+std::vector<Site> reduce_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {
+  std::vector<Site> out;
+  for (int c = 0; c < static_cast<int>(s.kernels.size()); ++c) {
+    for (int p = 0; p < c; ++p) {
+      if (!illegal(g, s, p, c).empty()) continue;
+      Site site;
+      site.kernels = {p, c};
+      site.what = s.kernels[static_cast<size_t>(p)].name + " as the prologue of " + s.kernels[static_cast<size_t>(c)].name;
+      out.push_back(std::move(site));
+    }
+  }
+  return out;
+}
+
+StatusOr<schedule::Schedule> reduce_prologue(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
+  if (site.kernels.size() != 2) return invalid_argument("reduce_prologue takes a site of two kernels");
+  const int p = site.kernels[0];
+  const int c = site.kernels[1];
+  if (std::string why = illegal(g, s, p, c); !why.empty()) return invalid_argument("reduce_prologue: " + why);
+  schedule::Schedule out = s;
+  auto& consumer = out.kernels[static_cast<size_t>(c)];
+  const auto& producer = s.kernels[static_cast<size_t>(p)];
+  // Like fuse_elementwise: the chain's nodes go first; only the reduction read its result.
+  consumer.nodes.insert(consumer.nodes.begin(), producer.nodes.begin(), producer.nodes.end());
+  out.kernels.erase(out.kernels.begin() + p);
+  out.applied.push_back("reduce_prologue: " + site.what);
+  return out;
+}
+
+}  // namespace kforge::skills
