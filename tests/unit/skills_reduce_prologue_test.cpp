@@ -1,0 +1,102 @@
+// reduce_prologue: where it is legal, the schedule it makes, the code (the chain computed where the
+// reduction loads), the cost model's view, and an nvcc build. Numerics: the GPU bench verifies every
+// KernelBench problem it applies to (RMSNorm, L1Norm, MSELoss, HingeLoss, ...).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "codegen/program.h"
+#include "costmodel/roofline.h"
+#include "sandbox/build.h"
+#include "sandbox/toolchain.h"
+#include "skills/planner.h"
+#include "skills/reduce_prologue.h"
+#include "test_util.h"
+
+namespace kforge::skills {
+namespace {
+
+using kforge::testing::graph_from_text;
+
+bool has(const std::string& code, const std::string& s) {
+  return code.find(s) != std::string::npos;
+}
+
+// x [8, 16] -> sq = x * x -> `reduce_op` over dim 1 -> y [8]; `returned` also returns sq.
+std::string sum_of_squares(const std::string& reduce_op, bool returned) {
+  std::string attrs = reduce_op == "argmax" ? R"({"dim": 1, "keepdim": false})" : R"({"dims": [1], "keepdim": false})";
+  std::string out_dtype = reduce_op == "argmax" ? "int64" : "float32";
+  return R"({"format": "kforge.graph/1", "name": "sq",
+    "inputs": [{"id": "x", "name": "x", "shape": [8, 16], "dtype": "float32"}],
+    "params": [],
+    "nodes": [
+      {"id": "sq", "op": "mul", "inputs": ["x", "x"], "attrs": {"scalar": null, "reverse": false},
+       "shape": [8, 16], "dtype": "float32"},
+      {"id": "y", "op": ")" +
+         reduce_op + R"(", "inputs": ["sq"], "attrs": )" + attrs + R"(, "shape": [8], "dtype": ")" + out_dtype +
+         R"("}],
+    "outputs": ["y")" +
+         (returned ? ", \"sq\"" : "") + "]}";
+}
+
+TEST(ReducePrologue, SitesAndLegality) {
+  ir::Graph g = graph_from_text(sum_of_squares("mean", false));
+  auto first = schedule::plan_one_kernel_per_op(g, {});
+  auto sites = reduce_prologue_sites(g, first);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].kernels, (std::vector<int>{0, 1}));
+  auto s = reduce_prologue(g, first, sites[0]);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  ASSERT_EQ(s->kernels.size(), 1u);
+  EXPECT_EQ(s->kernels[0].strategy, "reduce");
+  EXPECT_EQ(s->kernels[0].nodes.size(), 2u);
+  EXPECT_TRUE(is_reduce_prologue(g, s->kernels[0]));
+  // A stored chain result (returned too) stays its own kernel.
+  ir::Graph returned = graph_from_text(sum_of_squares("mean", true));
+  auto first2 = schedule::plan_one_kernel_per_op(returned, {});
+  EXPECT_TRUE(reduce_prologue_sites(returned, first2).empty());
+  auto bad = reduce_prologue(returned, first2, Site{{0, 1}, {}, ""});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("graph output"), std::string::npos) << bad.status().message();
+  // argmax is no reduce-family kernel: no site.
+  ir::Graph arg = graph_from_text(sum_of_squares("argmax", false));
+  EXPECT_TRUE(reduce_prologue_sites(arg, schedule::plan_one_kernel_per_op(arg, {})).empty());
+  // The default planner applies it, and --disable-skill leaves it out.
+  auto planned = plan_default(g);
+  ASSERT_TRUE(planned.is_ok());
+  EXPECT_EQ(planned->kernels.size(), 1u);
+  auto off = plan_default(g, {.disabled = {"reduce_prologue"}});
+  ASSERT_TRUE(off.is_ok());
+  EXPECT_EQ(off->kernels.size(), 2u);
+}
+
+TEST(ReducePrologue, TheChainIsComputedWhereTheReductionLoadsAndItBuilds) {
+  ir::Graph g = graph_from_text(sum_of_squares("sum", false));
+  auto s = plan_default(g);
+  ASSERT_TRUE(s.is_ok());
+  auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(p->kernels.size(), 1u);
+  const std::string& code = p->kernels[0].code;
+  EXPECT_TRUE(has(code, "__device__ __forceinline__ float k1_sum_prologue(long long i, const float* __restrict__ in0)"))
+      << code;
+  EXPECT_TRUE(has(code, "r1 = (float)((a * b));")) << code;
+  EXPECT_TRUE(has(code, "#define k1_sum_r_LOAD(off) ((float)k1_sum_prologue(off, in0))")) << code;
+  // sq never touches memory.
+  EXPECT_EQ(p->buffers.slots[static_cast<size_t>(g.find("sq"))].storage, codegen::Storage::kRegister);
+  EXPECT_EQ(p->buffers.scratch_bytes, 0u);
+  // Traffic: x read once, y written once.
+  auto cost = costmodel::program_cost(g, s.value());
+  EXPECT_DOUBLE_EQ(cost.kernels[0].bytes, (8 * 16 + 8) * 4.0);
+  auto tc = sandbox::find_toolchain();
+  if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
+  auto dir = kforge::testing::temp_dir("reduce-prologue-build");
+  auto r = sandbox::build_program(p.value(), tc.value(),
+                                  {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->ok) << r->message;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kforge::skills
