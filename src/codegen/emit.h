@@ -72,6 +72,11 @@ StatusOr<KernelSource> emit_constant_fill(const EmitContext& ctx);
 // computes the chain in place. emit_conv.cpp.
 StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx);
 
+// A cuBLAS linear with the elementwise chain after it (the linear_epilogue skill): the GEMM writes
+// x W^T into the chain's output (beta = 0), one generated pass adds the bias and computes the chain
+// in place. emit_matmul.cpp.
+StatusOr<KernelSource> emit_linear_epilogue(const EmitContext& ctx);
+
 // A grid-stride kernel `<name>` computing the elementwise `nodes` (in order) at every index of the
 // output of the last one, written to `out`; with a seed, the value `seed.value` is not loaded but
 // computed by `seed.expr` (which may read `out[i]`, the output itself, and the seed's extra

@@ -154,7 +154,10 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
   return src;
 }
 
-StatusOr<KernelSource> emit_Linear(const EmitContext& ctx) {
+namespace {
+
+// With leave_bias, the GEMM runs with beta = 0 and no bias pass (the caller's epilogue adds it).
+StatusOr<KernelSource> emit_linear(const EmitContext& ctx, bool leave_bias) {
   const ir::Shape& sx = ctx.in_type(0).shape;
   const ir::Shape& sw = ctx.in_type(1).shape;
   KF_RETURN_IF_ERROR(same_dtypes(ctx, "linear"));
@@ -166,8 +169,8 @@ StatusOr<KernelSource> emit_Linear(const EmitContext& ctx) {
   const int64_t O = sw[0];
   const int64_t I = sw[1];
   const int64_t R = out_numel / O;
-  const bool has_bias = ctx.has_input(2);
-  if (has_bias && ctx.in_type(2).numel() != O) return invalid_argument("linear: bias has the wrong size");
+  if (ctx.has_input(2) && ctx.in_type(2).numel() != O) return invalid_argument("linear: bias has the wrong size");
+  const bool has_bias = ctx.has_input(2) && !leave_bias;
 
   KernelSource src = begin_source(ctx, gemm::cublas_headers());
   src.libraries = {"cublas"};
@@ -216,6 +219,58 @@ StatusOr<KernelSource> emit_Linear(const EmitContext& ctx) {
   }
   src.launches = launches;
   src.code += pre.str() + ctx.signature() + " {\n" + body.str() + "  return 0;\n}\n";
+  return src;
+}
+
+}  // namespace
+
+StatusOr<KernelSource> emit_Linear(const EmitContext& ctx) {
+  return emit_linear(ctx, false);
+}
+
+StatusOr<KernelSource> emit_linear_epilogue(const EmitContext& ctx) {
+  const ir::Graph& gr = ctx.graph;
+  const int linear_node = ctx.kernel.nodes.front();
+  const ir::Node& linear = gr.nodes()[static_cast<size_t>(linear_node)];
+  const ir::ValueIndex result = ctx.node().output;
+  if (gr.type(linear.output).shape != gr.type(result).shape || gr.type(linear.output).dtype != gr.type(result).dtype)
+    return internal_error("kernel " + ctx.kernel.name + ": the epilogue's result is not the linear's shape and dtype");
+  // The GEMM alone, as its own function <name>_gemm, writing x W^T into the epilogue's output.
+  schedule::Kernel gemm_kernel = ctx.kernel;
+  gemm_kernel.nodes = {linear_node};
+  gemm_kernel.name = ctx.kernel.name + "_gemm";
+  EmitContext gemm_ctx(gr, ctx.sched, gemm_kernel, ctx.buffers);
+  gemm_ctx.out_value = result;
+  KF_ASSIGN_OR_RETURN(KernelSource src, emit_linear(gemm_ctx, true));
+  src.name = ctx.kernel.name;
+  src.file_name = ctx.kernel.name + ".cu";
+  const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
+  if (gr.type(result).numel() == 0) {
+    src.code += "\n" + ctx.signature() + " {\n  return " + gemm_kernel.name + "(ctx, bufs);\n}\n";
+    return src;
+  }
+  ChainSeed seed;
+  seed.value = linear.output;
+  const std::string T = ctype(gr.type(result).dtype);
+  const bool bias = gemm_ctx.has_input(2);
+  if (bias) {
+    // The bias of the output feature (the last dim), added in float and rounded to the tensor's type.
+    const int64_t O = gemm_ctx.in_type(1).shape[0];
+    seed.expr = "(" + T + ")((float)out[i] + (float)linear_bias[i % " + std::to_string(O) + "LL])";
+    seed.params.push_back({"const " + T + "* __restrict__ linear_bias", gemm_ctx.in_ptr(2)});
+  } else {
+    seed.expr = "out[i]";
+  }
+  std::string launch;
+  KF_ASSIGN_OR_RETURN(std::string epilogue,
+                      elementwise_chain_kernel(ctx, chain, ctx.kernel.name + "_epilogue", seed, launch));
+  std::string described;
+  for (int n : chain) described += "//   " + ir::describe(gr, gr.nodes()[static_cast<size_t>(n)]) + "\n";
+  src.code += "\n// The epilogue (linear_epilogue skill): " + std::string(bias ? "the bias, then " : "") +
+              "the elementwise chain, in place on the GEMM's output:\n" + described + "namespace {\n" + epilogue +
+              "}  // namespace\n\n" + ctx.signature() + " {\n  const int rc = " + gemm_kernel.name +
+              "(ctx, bufs);\n  if (rc != 0) return rc;\n" + launch + "  return 0;\n}\n";
+  src.launches += 1;
   return src;
 }
 

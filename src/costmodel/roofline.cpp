@@ -106,9 +106,9 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   const double out_bytes = static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
   c.bytes += out_bytes;
   // A convolution with its epilogue: the library writes the output, the epilogue reads and rewrites it.
-  // (The conv_epilogue skill's kernels: the only library kernels with more than one node.)
+  // (The conv_epilogue and linear_epilogue skills' kernels: the only library kernels of several nodes.)
   if (k.impl == schedule::Impl::kLibrary && k.nodes.size() > 1 &&
-      (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose")) {
+      (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose" || k.strategy == "cublas_gemm")) {
     c.bytes += 2 * out_bytes;
   }
   double compute = c.flops / (tensor_cores ? d.tf32_flops : d.fp32_flops);

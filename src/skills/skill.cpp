@@ -5,6 +5,7 @@
 #include "skills/constant_output.h"
 #include "skills/conv_epilogue.h"
 #include "skills/fuse_elementwise.h"
+#include "skills/linear_epilogue.h"
 #include "skills/precision.h"
 #include "skills/reduce_prologue.h"
 
@@ -33,6 +34,11 @@ const std::vector<Skill>& all_skills() {
        "chain's output and one generated pass adds the bias and computes the chain in place; saves one read and "
        "one write of the output and a launch (the bias was its own pass); costs nothing",
        conv_epilogue_sites, conv_epilogue},
+      {"linear_epilogue",
+       "makes the elementwise chain after a cuBLAS linear its epilogue: the GEMM writes x W^T into the chain's "
+       "output and one generated pass adds the bias and computes the chain in place; saves the bias broadcast "
+       "(a write of the output) and the GEMM's read of it (beta = 1); rounds the bias add separately",
+       linear_epilogue_sites, linear_epilogue},
       {"reduce_prologue",
        "computes a pointwise chain whose only reader is a reduction inside the reduction's kernel, where the "
        "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "

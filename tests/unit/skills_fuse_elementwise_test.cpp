@@ -134,16 +134,19 @@ TEST(DefaultPlanner, FusedChainKeepsIntermediatesInRegistersAndBuilds) {
 }
 
 TEST(DefaultPlanner, NeverFusesIntoALibraryKernel) {
-  // linear -> relu: the relu stays its own kernel until an epilogue skill exists.
+  // linear -> relu: fuse_elementwise leaves the library kernel alone (linear_epilogue's job).
   ir::Graph g = graph_from_text(R"({"format": "kforge.graph/1", "name": "lin",
     "inputs": [{"id": "x", "name": "x", "shape": [4, 8], "dtype": "float32"}],
     "params": [{"id": "w", "path": "fc.weight", "kind": "parameter", "shape": [16, 8], "dtype": "float32"}],
     "nodes": [{"id": "h", "op": "linear", "inputs": ["x", "w", null], "attrs": {}, "shape": [4, 16], "dtype": "float32"},
               {"id": "y", "op": "relu", "inputs": ["h"], "attrs": {}, "shape": [4, 16], "dtype": "float32"}],
     "outputs": ["y"]})");
-  auto s = plan_default(g);
+  auto s = plan_default(g, {.disabled = {"linear_epilogue"}});
   ASSERT_TRUE(s.is_ok());
   EXPECT_EQ(s->kernels.size(), 2u);
+  auto with_epilogue = plan_default(g);
+  ASSERT_TRUE(with_epilogue.is_ok());
+  EXPECT_EQ(with_epilogue->kernels.size(), 1u);
 }
 
 }  // namespace

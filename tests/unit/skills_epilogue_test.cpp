@@ -1,4 +1,4 @@
-// conv_epilogue and batch_norm_inference: where they are legal, what they do to the schedule, the
+// conv_epilogue, linear_epilogue and batch_norm_inference: where they are legal, what they do to the schedule, the
 // code they lead to (one pass after the convolution: bias, then the chain), the cost model's view,
 // and nvcc builds of the result. Their numerics are checked against torch on the GPU machine
 // (tests/gpu, and every level-2 problem the bench verifies).
@@ -12,6 +12,7 @@
 #include "sandbox/toolchain.h"
 #include "skills/batch_norm_inference.h"
 #include "skills/conv_epilogue.h"
+#include "skills/linear_epilogue.h"
 #include "skills/planner.h"
 #include "test_util.h"
 
@@ -137,7 +138,7 @@ TEST(ConvEpilogue, RefusesABroadcastChainAndAWrongOrder) {
   EXPECT_TRUE(conv_epilogue_sites(g, s).empty());
   auto bad = conv_epilogue(g, s, Site{{0, 1}, {}, ""});
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_NE(bad.status().message().find("the convolution writes into it"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("the library writes into it"), std::string::npos);
   EXPECT_FALSE(conv_epilogue(g, s, Site{{1, 0}, {}, ""}).is_ok());
 }
 
@@ -172,6 +173,53 @@ TEST(ConvEpilogue, OnePassAfterTheConvolutionAndItBuilds) {
   auto tc = sandbox::find_toolchain();
   if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
   auto dir = kforge::testing::temp_dir("conv-epilogue-build");
+  auto r = sandbox::build_program(p.value(), tc.value(),
+                                  {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->ok) << r->message;
+  std::filesystem::remove_all(dir);
+}
+
+// x [4, 8] -> linear (w [16, 8], bias) -> h [4, 16] -> relu -> y; `h_returned` returns h too.
+std::string linear_graph(bool h_returned) {
+  return std::string(R"({"format": "kforge.graph/1", "name": "lin",
+    "inputs": [{"id": "x", "name": "x", "shape": [4, 8], "dtype": "float32"}],
+    "params": [{"id": "w", "path": "fc.weight", "kind": "parameter", "shape": [16, 8], "dtype": "float32"},
+               {"id": "b", "path": "fc.bias", "kind": "parameter", "shape": [16], "dtype": "float32"}],
+    "nodes": [{"id": "h", "op": "linear", "inputs": ["x", "w", "b"], "attrs": {}, "shape": [4, 16], "dtype": "float32"},
+              {"id": "y", "op": "relu", "inputs": ["h"], "attrs": {}, "shape": [4, 16], "dtype": "float32"}],
+    "outputs": ["y")") +
+         (h_returned ? ", \"h\"" : "") + "]}";
+}
+
+TEST(LinearEpilogue, TheGemmWritesTheOutputAndOnePassAddsBiasAndChain) {
+  ir::Graph g = graph_from_text(linear_graph(false));
+  auto sites = linear_epilogue_sites(g, first_schedule(g));
+  ASSERT_EQ(sites.size(), 1u);
+  auto s = plan_default(g);
+  ASSERT_TRUE(s.is_ok());
+  ASSERT_EQ(s->kernels.size(), 1u);
+  EXPECT_TRUE(is_linear_epilogue(g, s->kernels[0]));
+  EXPECT_FALSE(is_conv_epilogue(g, s->kernels[0]));
+  auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const auto& k = p->kernels[0];
+  // No bias broadcast; the GEMM does not accumulate (beta 0) and writes y (value 4).
+  EXPECT_FALSE(has(k.code, "_bias<<<")) << k.code;
+  EXPECT_TRUE(has(k.code, "const float kf_beta = (float)(0);")) << k.code;
+  EXPECT_TRUE(has(k.code, "const int rc = k0_linear_gemm(ctx, bufs);")) << k.code;
+  EXPECT_TRUE(has(k.code, "const float r3 = (float)((float)out[i] + (float)linear_bias[i % 16LL]);")) << k.code;
+  EXPECT_EQ(k.launches, 2);
+  EXPECT_EQ(p->buffers.slots[static_cast<size_t>(g.find("h"))].storage, codegen::Storage::kRegister);
+  // A returned h is stored: no epilogue, and the message says why.
+  ir::Graph returned = graph_from_text(linear_graph(true));
+  EXPECT_TRUE(linear_epilogue_sites(returned, first_schedule(returned)).empty());
+  auto bad = linear_epilogue(returned, first_schedule(returned), Site{{0, 1}, {}, ""});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("graph output"), std::string::npos) << bad.status().message();
+  auto tc = sandbox::find_toolchain();
+  if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
+  auto dir = kforge::testing::temp_dir("linear-epilogue-build");
   auto r = sandbox::build_program(p.value(), tc.value(),
                                   {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
   ASSERT_TRUE(r.is_ok()) << r.status().message();
