@@ -7,7 +7,8 @@
 #                                         the cuDNN engine probe of failing convs (conv_engine_probe.py)
 #   bench/gpu_run.sh threats              every threat fixture through the GPU harness (selftest --gpu)
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
-# LEVELS="level2" benches only the levels named (default: all of .gpu/kb).
+# LEVELS="level2" benches only the levels named (default: all of .gpu/kb); BENCH_EXTRA adds bench
+# options (e.g. "--only 1_Conv2D_ReLU_BiasAdd --disable-skill cudnn_fastest_engine").
 # JSON, logs and tables go to $OUT (at most 8 files come back); the tables come last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,7 @@ bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new wor
   local protocol=$1 limit=$2
   shift 2
   timeout $((limit + 90)) .gpu/kforge bench --suite "$SUITE" --protocol "$protocol" --workers 4 --time-limit "$limit" \
-    --json "$OUT/bench-$protocol.json" --out /tmp/bench-"$protocol" --force "$@" \
+    --json "$OUT/bench-$protocol.json" --out /tmp/bench-"$protocol" --force "$@" ${BENCH_EXTRA:-} \
     > /tmp/bench-"$protocol".txt 2> "$OUT/bench-$protocol.log"
   echo "$protocol bench: exit $?"
   pkill -9 -f kforge.harness
