@@ -1,4 +1,4 @@
-// tf32_contractions and cudnn_fastest_engine: legality from the schedule's tolerance.
+// tf32_contractions: legality from the schedule's tolerance.
 #include "skills/precision.h"
 
 #include <cstdio>
@@ -9,10 +9,6 @@ namespace {
 
 bool is_cublas(const schedule::Kernel& k) {
   return k.impl == schedule::Impl::kLibrary && (k.strategy == "cublas_gemm" || k.strategy == "cublas_attention");
-}
-
-bool is_cudnn_conv(const schedule::Kernel& k) {
-  return k.impl == schedule::Impl::kLibrary && (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose");
 }
 
 std::string tolerance_text(double t) {
@@ -52,35 +48,6 @@ StatusOr<schedule::Schedule> tf32_contractions(const ir::Graph& g, const schedul
   schedule::Schedule out = s;
   out.precision = "tf32";
   out.applied.push_back("tf32_contractions: " + site.what);
-  return out;
-}
-
-std::vector<Site> cudnn_fastest_engine_sites(const ir::Graph& g, const schedule::Schedule& s) {
-  std::vector<Site> out;
-  if (s.tolerance < kTf32MinTolerance) return out;
-  for (size_t k = 0; k < s.kernels.size(); ++k) {
-    const auto& kernel = s.kernels[k];
-    if (!is_cudnn_conv(kernel) || kernel.knob("engine", 0) != 0 || kernel.knob("direct", 0) != 0) continue;
-    Site site;
-    site.kernels = {static_cast<int>(k)};
-    site.what = "cudnnFind's fastest engine for " + kernel.name;
-    out.push_back(std::move(site));
-  }
-  (void)g;
-  return out;
-}
-
-StatusOr<schedule::Schedule> cudnn_fastest_engine(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  KF_RETURN_IF_ERROR(tolerance_allows_tf32(s, "cudnn_fastest_engine"));
-  if (site.kernels.size() != 1 || site.kernels[0] < 0 || site.kernels[0] >= static_cast<int>(s.kernels.size()))
-    return invalid_argument("cudnn_fastest_engine takes one convolution kernel");
-  const auto& kernel = s.kernels[static_cast<size_t>(site.kernels[0])];
-  if (!is_cudnn_conv(kernel) || kernel.knob("engine", 0) != 0 || kernel.knob("direct", 0) != 0)
-    return invalid_argument("cudnn_fastest_engine: " + kernel.name + " is not a cuDNN convolution on PyTorch's engine");
-  schedule::Schedule out = s;
-  out.kernels[static_cast<size_t>(site.kernels[0])].knobs["engine"] = 1;
-  out.applied.push_back("cudnn_fastest_engine: " + site.what);
-  (void)g;
   return out;
 }
 

@@ -48,10 +48,6 @@ const std::vector<Skill>& all_skills() {
        "runs float32 cuBLAS GEMMs and attention on TF32 tensor cores (fp32 accumulate) when the protocol's "
        "tolerance is at least 1e-3; about 5-8x the fp32 rate on an H200; costs ~5e-4 relative error per product",
        tf32_contractions_sites, tf32_contractions},
-      {"cudnn_fastest_engine",
-       "puts a convolution on cuDNN's fastest engine (cudnnFind, TF32 allowed) instead of the engine PyTorch's "
-       "reference picks, when the tolerance is at least 1e-3; costs bitwise agreement with the reference",
-       cudnn_fastest_engine_sites, cudnn_fastest_engine},
   };
   return skills;
 }

@@ -34,7 +34,7 @@ inline const char* kGemmGraph = R"({"format": "kforge.graph/1", "name": "gemm_ep
     {"id": "y", "op": "add", "inputs": ["m", "x2"], "attrs": {"scalar": null, "reverse": false}, "shape": [256, 1024], "dtype": "float32"}],
   "outputs": ["y"]})";
 
-// conv (3x3, 64 -> 64 channels on 8x64x56x56) -> relu: a cudnn_fastest_engine site under cuda-agent.
+// conv (3x3, 64 -> 64 channels on 8x64x56x56) -> relu: a conv_epilogue site.
 inline const char* kConvGraph = R"({"format": "kforge.graph/1", "name": "conv_relu",
   "inputs": [{"id": "img", "name": "img", "shape": [8, 64, 56, 56], "dtype": "float32"}],
   "params": [{"id": "cw", "path": "conv.weight", "kind": "parameter", "shape": [64, 64, 3, 3], "dtype": "float32"},

@@ -48,18 +48,16 @@ TEST(Tf32Contractions, OnlyWhereTheToleranceAllows) {
   EXPECT_NE(p->kernels[0].code.find("CUBLAS_COMPUTE_32F_FAST_TF32"), std::string::npos);
 }
 
-TEST(CudnnFastestEngine, OnlyWhereTheToleranceAllows) {
+TEST(DefaultPlanner, ConvolutionsStayOnTorchsEngineUnderBothProtocols) {
+  // cudnnFind's pick (knob engine = 1) measured 1.4-7x slower than torch's engine on the H200
+  // (bench/NOTES.md run 5): no skill chooses it, whatever the tolerance.
   ir::Graph g = graph_from_text(kConv);
-  auto strict = schedule::plan_one_kernel_per_op(g, {.precision = "fp32", .tolerance = 1e-4});
-  EXPECT_TRUE(cudnn_fastest_engine_sites(g, strict).empty());
-  EXPECT_FALSE(cudnn_fastest_engine(g, strict, Site{{0}, {}, ""}).is_ok());
-  auto loose = schedule::plan_one_kernel_per_op(g, {.precision = "fp32", .tolerance = 1e-2});
-  auto sites = cudnn_fastest_engine_sites(g, loose);
-  ASSERT_EQ(sites.size(), 1u);
-  auto s = cudnn_fastest_engine(g, loose, sites[0]);
-  ASSERT_TRUE(s.is_ok()) << s.status().message();
-  EXPECT_EQ(s->kernels[0].knob("engine", 0), 1);
-  EXPECT_TRUE(cudnn_fastest_engine_sites(g, s.value()).empty());
+  for (double tolerance : {1e-4, 1e-2}) {
+    auto s = plan_default(g, {.base = {.precision = "fp32", .tolerance = tolerance}});
+    ASSERT_TRUE(s.is_ok()) << s.status().message();
+    ASSERT_EQ(s->kernels.size(), 1u);
+    EXPECT_EQ(s->kernels[0].knob("engine", 0), 0) << "tolerance " << tolerance;
+  }
 }
 
 TEST(DefaultPlanner, PrecisionFollowsTheProtocolTolerance) {
