@@ -250,6 +250,21 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
         result.update({"outcome": "runtime_fault", "message": "loading: %s: %s" % (type(e).__name__, e)})
         return result
     try:
+        return run_candidate(result, ref_mod, cand_mod, protocol, device, do_verify, do_precompile, do_profile, trials)
+    finally:
+        # Scratch a kforge candidate grew (cuDNN plans that want more than the program's workspace)
+        # is freed, so this worker does not hold gigabytes the next candidate needs.
+        release = getattr(cand_mod, "kforge_release", None)
+        if callable(release):
+            try:
+                release()
+            except Exception:  # a candidate whose release fails must not hide its own result
+                pass
+
+
+def run_candidate(result, ref_mod, cand_mod, protocol, device, do_verify, do_precompile, do_profile, trials):
+    """Verification, then (when it passed) the precompile and the timing; fills and returns result."""
+    try:
         if do_verify:
             result.update(verify(ref_mod, cand_mod, protocol, device))
         else:

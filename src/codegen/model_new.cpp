@@ -140,6 +140,10 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
      << "            raise RuntimeError(\"kforge: \" + _KF_LIBRARY + \" was built for another ABI version\")\n"
      << "        _kf_lib = lib\n"
      << "    return _kf_lib\n\n\n"
+     << "def kforge_release():\n"
+     << "    \"\"\"Frees GPU scratch the kernels grew (kforge's harness calls it after each candidate).\"\"\"\n"
+     << "    if _kf_lib is not None and hasattr(_kf_lib, \"kforge_release_scratch\"):\n"
+     << "        _kf_lib.kforge_release_scratch()\n\n\n"
      << "def _kf_pointers(tensors):\n"
      << "    return (_kf_ctypes.c_void_p * max(len(tensors), 1))(*[t.data_ptr() for t in tensors])\n\n\n"
      << model_new_class("Model with its forward replaced by kforge's kernels (" + g.name + ").",

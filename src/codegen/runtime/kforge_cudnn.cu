@@ -372,11 +372,24 @@ bool execute(cudnnHandle_t handle, Desc plan, void* ws, const KfCudnnConv* conv,
   return true;
 }
 
+// One caller at a time: cuDNN does not promise that an execution plan is safe across threads, and
+// the handle is bound to the caller's stream until its work is queued.
+std::mutex& conv_mutex() {
+  static std::mutex* mu = new std::mutex();
+  return *mu;
+}
+
+// Per device: the scratch buffer grown for plans that need more than ctx->workspace, and its size.
+std::map<int, std::pair<void*, int64_t>>& scratch_buffers() {
+  static auto* buffers = new std::map<int, std::pair<void*, int64_t>>();
+  return *buffers;
+}
+
 // Scratch beyond ctx->workspace for plans that need more: one buffer per device, grown on demand and
-// kept, as torch's caching allocator keeps a workspace block. Callers hold the conv mutex.
+// kept, as torch's caching allocator keeps a workspace block (kforge_release_scratch frees it).
+// Callers hold conv_mutex().
 void* large_workspace(int device, int64_t bytes, std::string* why) {
-  static std::map<int, std::pair<void*, int64_t>>* buffers = new std::map<int, std::pair<void*, int64_t>>();
-  auto& [ptr, size] = (*buffers)[device];
+  auto& [ptr, size] = scratch_buffers()[device];
   if (bytes <= size) return ptr;
   if (ptr != nullptr) {
     // Work queued earlier may still read the old buffer: let it finish before freeing.
@@ -499,11 +512,8 @@ extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void
   // x is written by backward data (dx), read by forward; alignments in x, y, w order as torch keys them.
   const bool bwd = conv->backward_data != 0;
   const int64_t align[3] = {alignment_of(bwd ? out : in), alignment_of(bwd ? in : out), alignment_of(w)};
-  static std::mutex mu;
   static std::map<Key, Chosen>* cache = new std::map<Key, Chosen>();  // never freed, like torch's
-  // One caller at a time: cuDNN does not promise that an execution plan is safe across threads, and
-  // the handle is bound to this caller's stream until its work is queued.
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(conv_mutex());
   cudnnHandle_t handle = static_cast<cudnnHandle_t>(kf_cudnn_handle(ctx));
   if (handle == nullptr) return kf_fail(1, "%s: no cuDNN handle for device %d", conv->name, ctx->device);
   const Key key{conv, ctx->device, align[0], align[1], align[2]};
@@ -522,4 +532,20 @@ extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void
     return kf_fail(1, "%s: %s", conv->name, why.c_str());
   }
   return 0;
+}
+
+// Frees the scratch grown for large plans, after the work queued on each device finished. kforge's
+// harness calls it (through the generated model_new.py's kforge_release) after each candidate, so a
+// worker does not keep gigabytes the next candidate needs; the next large plan grows it again.
+extern "C" void kforge_release_scratch(void) {
+  std::lock_guard<std::mutex> lock(conv_mutex());
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) current = -1;
+  for (auto& [device, buffer] : scratch_buffers()) {
+    if (buffer.first == nullptr) continue;
+    if (cudaSetDevice(device) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess) (void)cudaFree(buffer.first);
+    (void)cudaGetLastError();
+    buffer = {nullptr, 0};
+  }
+  if (current >= 0) (void)cudaSetDevice(current);
 }
