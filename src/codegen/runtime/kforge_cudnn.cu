@@ -538,6 +538,7 @@ extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void
 // harness calls it (through the generated model_new.py's kforge_release) after each candidate, so a
 // worker does not keep gigabytes the next candidate needs; the next large plan grows it again.
 extern "C" void kforge_release_scratch(void) {
+  using namespace kf_cudnn_backend;
   std::lock_guard<std::mutex> lock(conv_mutex());
   int current = 0;
   if (cudaGetDevice(&current) != cudaSuccess) current = -1;
