@@ -152,6 +152,48 @@ def verify(ref_mod, cand_mod, protocol, device, seeds=None):
     return {"outcome": "ok", "max_abs_err": worst_abs, "max_rel_err": worst_rel, "message": ""}
 
 
+class StreamWatch:
+    """While active, counts the CUDA streams code makes (torch.cuda.Stream) or switches to
+    (torch.cuda.stream, torch.cuda.set_stream) other than the one current when it started: work
+    there is off the timed stream. Used around the candidate's timed calls only (the reference and
+    torch.compile are trusted). A second layer behind the static checks, which forbid streams in
+    candidate source; CUDA code making streams is refused at build by the CUDA static checks."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.count = 0
+
+    def __enter__(self):
+        cuda = self.torch.cuda
+        self.saved = (cuda.Stream, cuda.stream, cuda.set_stream)
+        self.home = cuda.current_stream()
+        watch = self
+        original_stream_cls, original_stream_ctx, original_set_stream = self.saved
+
+        class WatchedStream(original_stream_cls):
+            def __new__(cls, *args, **kwargs):
+                watch.count += 1
+                return original_stream_cls.__new__(original_stream_cls, *args, **kwargs)
+
+        def stream(s):
+            if s is not None and s != watch.home:
+                watch.count += 1
+            return original_stream_ctx(s)
+
+        def set_stream(s):
+            if s != watch.home:
+                watch.count += 1
+            return original_set_stream(s)
+
+        cuda.Stream, cuda.stream, cuda.set_stream = WatchedStream, stream, set_stream
+        return self
+
+    def __exit__(self, *exc):
+        cuda = self.torch.cuda
+        cuda.Stream, cuda.stream, cuda.set_stream = self.saved
+        return False
+
+
 def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compile=True):
     """Times candidate, eager and torch.compile interleaved, L2 flushed before each trial. The
     candidate and eager are timed twice per trial (`*_repeat`): the medians of the same model differ
@@ -174,6 +216,7 @@ def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compi
     variants["eager_repeat"] = ref
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=device)
     times = {k: [] for k in variants}
+    watch = StreamWatch(torch)
     with torch.no_grad():
         for _ in range(warmup):
             for m in variants.values():
@@ -185,7 +228,11 @@ def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compi
                 start = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
                 start.record()
-                m(*inputs)
+                if m is cand:
+                    with watch:
+                        m(*inputs)
+                else:
+                    m(*inputs)
                 end.record()
                 end.synchronize()
                 times[name].append(start.elapsed_time(end) / 1e3)
@@ -196,7 +243,8 @@ def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compi
             flush.zero_()
             torch.cuda.synchronize(device)
             t0 = time.perf_counter()
-            cand(*inputs)
+            with watch:
+                cand(*inputs)
             torch.cuda.synchronize(device)
             walls.append(time.perf_counter() - t0)
     res = {}
@@ -204,6 +252,7 @@ def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compi
         res["t_" + name] = statistics.median(ts)
         res["spread_" + name] = [min(ts), max(ts)]
     res["t_candidate_wall"] = statistics.median(walls)
+    res["other_streams"] = watch.count
     res["samples"] = trials
     res["compile_seconds"] = compile_s
     return res

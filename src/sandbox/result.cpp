@@ -57,6 +57,7 @@ TimingFlags timing_flags(const EvalResult& r) {
     f.within_noise = std::abs(*r.t_eager - *r.t_candidate) / *r.t_eager <= *f.noise;
   if (r.t_candidate && r.t_candidate_wall)
     f.escaped_stream = *r.t_candidate<0.5 * *r.t_candidate_wall&& * r.t_candidate_wall - *r.t_candidate> 2e-4;
+  if (r.t_candidate && r.other_streams > 0) f.escaped_stream = true;
   return f;
 }
 
@@ -72,6 +73,7 @@ OrderedJson result_to_json(const EvalResult& r) {
   if (r.t_candidate_repeat) j["t_candidate_repeat"] = *r.t_candidate_repeat;
   if (r.t_eager_repeat) j["t_eager_repeat"] = *r.t_eager_repeat;
   if (r.t_candidate_wall) j["t_candidate_wall"] = *r.t_candidate_wall;
+  if (r.other_streams > 0) j["other_streams"] = r.other_streams;
   if (r.t_candidate) {
     TimingFlags f = timing_flags(r);
     if (f.noise) j["noise"] = *f.noise;

@@ -24,6 +24,7 @@ struct EvalResult {
   std::optional<double> t_candidate_repeat;  // the candidate timed a second time in the same run (noise)
   std::optional<double> t_eager_repeat;      // eager timed a second time (noise of the reference)
   std::optional<double> t_candidate_wall;    // host time to a full device synchronize (escaped work)
+  int other_streams = 0;  // CUDA streams the candidate made or switched to while timed (harness's watch)
   int samples = 0;                           // timed trials per variant (0 when predicted)
   std::string protocol;                      // "cuda-agent" or "kernelbench"
   std::string device;                        // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
@@ -36,8 +37,9 @@ OrderedJson result_to_json(const EvalResult& r);
 
 // Timing integrity, from a profiled result: the noise band (largest relative difference between two
 // timings of the same model in the run), whether the speed-up over eager lies inside it, and whether
-// the candidate's work escaped the timed stream (its event time under half its synchronized host time,
-// with at least 0.2 ms unaccounted for).
+// the candidate's work escaped the timed stream: its event time under half its synchronized host time,
+// with at least 0.2 ms unaccounted for, or the harness saw it make or switch to another CUDA stream
+// while it ran (work there need not finish inside the timed window, whatever the times say).
 struct TimingFlags {
   std::optional<double> noise;
   bool within_noise = false;

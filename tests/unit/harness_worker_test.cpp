@@ -236,6 +236,11 @@ TEST(TimingFlags, NoiseBandAndEscapedWork) {
   r.t_candidate = 1e-5;
   r.t_candidate_wall = 1.5e-4;  // tiny: launch overhead, not escaped work
   EXPECT_FALSE(timing_flags(r).escaped_stream);
+  // The harness saw the candidate make or switch to another stream while timed: escaped, whatever
+  // the times say (launch-bound side-stream work keeps event and host times close).
+  r.other_streams = 2;
+  EXPECT_TRUE(timing_flags(r).escaped_stream);
+  EXPECT_EQ(result_to_json(r)["other_streams"], 2);
 }
 
 TEST(SuiteMetrics, PaperDefinitions) {
