@@ -218,6 +218,29 @@ int run_export(const ExportArgs& a) {
   return kExitOk;
 }
 
+int run_skills(bool json, bool names_only) {
+  const auto& skills = skills::all_skills();
+  if (names_only) {
+    for (const auto& sk : skills) std::cout << sk.name << "\n";
+    return kExitOk;
+  }
+  if (json) {
+    OrderedJson j = OrderedJson::array();
+    for (const auto& sk : skills) {
+      OrderedJson o;
+      o["name"] = std::string(sk.name);
+      o["summary"] = std::string(sk.summary);
+      j.push_back(o);
+    }
+    std::cout << j.dump(1) << "\n";
+    return kExitOk;
+  }
+  std::cout << "The skill catalogue, in the default planner's order (docs/skills.md has the details):\n";
+  for (const auto& sk : skills) std::cout << "  " << sk.name << ": " << sk.summary << "\n";
+  std::cout << skills.size() << " skills\n";
+  return kExitOk;
+}
+
 int run_ops(bool json) {
   if (json) {
     OrderedJson j = OrderedJson::array();

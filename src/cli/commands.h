@@ -115,5 +115,7 @@ struct SelftestArgs {
 int run_selftest(const SelftestArgs& a);
 
 int run_ops(bool json);
+// `kforge skills`: the skill catalogue in planner order (--names: one name per line, for scripts).
+int run_skills(bool json, bool names_only);
 
 }  // namespace kforge::cli

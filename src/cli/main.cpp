@@ -178,6 +178,10 @@ int main(int argc, char** argv) {
   bool ops_json = false;
   auto* ops = app.add_subcommand("ops", "list the op registry");
   ops->add_flag("--json", ops_json, "as JSON");
+  bool skills_json = false, skills_names = false;
+  auto* skills_cmd = app.add_subcommand("skills", "list the skill catalogue, in the default planner's order");
+  skills_cmd->add_flag("--json", skills_json, "as JSON");
+  skills_cmd->add_flag("--names", skills_names, "names only, one per line");
 
   try {
     app.parse(argc, argv);
@@ -198,5 +202,6 @@ int main(int argc, char** argv) {
   if (*ingest) return run_costmodel_ingest(ingest_args);
   if (*fit) return run_costmodel_fit(fit_args);
   if (*ops) return run_ops(ops_json);
+  if (*skills_cmd) return run_skills(skills_json, skills_names);
   return kExitUserError;
 }

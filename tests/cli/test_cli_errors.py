@@ -121,6 +121,21 @@ def test_help_everywhere():
         assert "Usage" in r.stdout or "USAGE" in r.stdout.upper()
 
 
+def test_skills_lists_the_catalogue_in_planner_order():
+    names = kforge("skills", "--names")
+    assert names.returncode == 0
+    listed = names.stdout.split()
+    assert listed[0] == "constant_output" and "conv_epilogue" in listed and "reduce_prologue" in listed
+    assert "cudnn_fastest_engine" not in listed  # removed: measured slower than torch's engine
+    as_json = json.loads(kforge("skills", "--json").stdout)
+    assert [s["name"] for s in as_json] == listed and all(s["summary"] for s in as_json)
+    # Every listed skill is a valid --disable-skill name; an unknown one is refused with the list.
+    r = kforge("plan", os.path.join(SHARED, "level1/19_ReLU.py"), "--disable-skill", listed[-1])
+    assert r.returncode == 0, r.stderr
+    r = kforge("plan", os.path.join(SHARED, "level1/19_ReLU.py"), "--disable-skill", "cudnn_fastest_engine")
+    assert r.returncode == 2 and "conv_epilogue" in r.stderr, r.stderr
+
+
 def load_model_new(path):
     import importlib.util
     spec = importlib.util.spec_from_file_location("kforge_model_new_under_test", path)
