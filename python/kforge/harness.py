@@ -212,6 +212,18 @@ def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compi
         torch.cuda.synchronize(device)
         compile_s = time.time() - t0
         variants["compile"] = compiled
+
+        def compiled_tf32(*args):
+            # The precision-matched column: the same compiled model with TF32 matmuls, as kforge's
+            # tf32_contractions skill uses them (convolutions are TF32 in torch by default already).
+            previous = torch.get_float32_matmul_precision()
+            torch.set_float32_matmul_precision("high")
+            try:
+                return compiled(*args)
+            finally:
+                torch.set_float32_matmul_precision(previous)
+
+        variants["compile_tf32"] = compiled_tf32
     variants["candidate_repeat"] = cand
     variants["eager_repeat"] = ref
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=device)

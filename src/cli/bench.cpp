@@ -339,6 +339,8 @@ void BenchRun::profile_all() {
     r.result.t_candidate = res->t_candidate;
     r.result.t_eager = res->t_eager;
     r.result.t_compile = res->t_compile;
+    r.result.t_compile_tf32 = res->t_compile_tf32;
+    r.result.other_streams = res->other_streams;
     r.result.t_candidate_repeat = res->t_candidate_repeat;
     r.result.t_eager_repeat = res->t_eager_repeat;
     r.result.t_candidate_wall = res->t_candidate_wall;

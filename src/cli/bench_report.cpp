@@ -57,6 +57,7 @@ std::vector<std::string> summary_row(const std::string& level, const sandbox::Su
           percent(m.faster_than_compile),
           times(m.speedup_vs_eager),
           times(m.speedup_vs_compile),
+          times(m.speedup_vs_compile_tf32),
           times(m.median_floor_ratio),
           fixed2(m.mean_reward),
           percent_1(m.max_repeat_diff)};
@@ -75,6 +76,7 @@ OrderedJson record_json(const BenchRecord& r) {
   j["t_candidate_ms"] = optional_ms(e.t_candidate);
   j["t_eager_ms"] = optional_ms(e.t_eager);
   j["t_compile_ms"] = optional_ms(e.t_compile);
+  j["t_compile_tf32_ms"] = optional_ms(e.t_compile_tf32);
   j["t_candidate_repeat_ms"] = optional_ms(e.t_candidate_repeat);
   j["t_eager_repeat_ms"] = optional_ms(e.t_eager_repeat);
   j["t_candidate_wall_ms"] = optional_ms(e.t_candidate_wall);
@@ -152,6 +154,7 @@ std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fr
   r.result.t_candidate = seconds_of(j, "t_candidate_ms");
   r.result.t_eager = seconds_of(j, "t_eager_ms");
   r.result.t_compile = seconds_of(j, "t_compile_ms");
+  r.result.t_compile_tf32 = seconds_of(j, "t_compile_tf32_ms");
   r.result.t_candidate_repeat = seconds_of(j, "t_candidate_repeat_ms");
   r.result.t_eager_repeat = seconds_of(j, "t_eager_repeat_ms");
   r.result.t_candidate_wall = seconds_of(j, "t_candidate_wall_ms");
@@ -181,6 +184,8 @@ OrderedJson metrics_json(const sandbox::SuiteMetrics& m) {
   j["faster_than_compile"] = opt(m.faster_than_compile);
   j["speedup_vs_eager"] = opt(m.speedup_vs_eager);
   j["speedup_vs_compile"] = opt(m.speedup_vs_compile);
+  j["faster_than_compile_tf32"] = opt(m.faster_than_compile_tf32);
+  j["speedup_vs_compile_tf32"] = opt(m.speedup_vs_compile_tf32);
   j["median_floor_over_t"] = opt(m.median_floor_ratio);
   j["mean_reward"] = opt(m.mean_reward);
   j["max_repeat_diff"] = opt(m.max_repeat_diff);
@@ -211,7 +216,7 @@ std::map<std::string, std::vector<const BenchRecord*>> by_level(const std::vecto
 
 std::string summary_table(const std::vector<BenchRecord>& records) {
   Table t({"level", "problems", "built", "correct", "pass", "faster>eager", "faster>compile", "speedup/eager",
-           "speedup/compile", "floor/t", "reward", "noise"});
+           "speedup/compile", "speedup/compile-tf32", "floor/t", "reward", "noise"});
   auto levels = by_level(records);
   for (const auto& [level, rs] : levels) {
     if (level != "all") t.add_row(summary_row(level, metrics_of(rs)));

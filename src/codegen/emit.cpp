@@ -64,7 +64,8 @@ KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
   if (ctx.kernel.strategy == skills::kConstantFillStrategy) return emit_constant_fill(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_conv_epilogue(ctx.graph, ctx.kernel)) return emit_conv_epilogue(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_linear_epilogue(ctx.graph, ctx.kernel)) return emit_linear_epilogue(ctx);
+  if (ctx.kernel.nodes.size() > 1 && skills::is_linear_epilogue(ctx.graph, ctx.kernel))
+    return emit_linear_epilogue(ctx);
   // Pointwise chains (ir::is_pointwise), whatever their root's family (batch_norm_inference).
   if (ctx.kernel.strategy == "elementwise") return emit_elementwise_chain(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_reduce_prologue(ctx.graph, ctx.kernel)) return emit_Reduce(ctx);

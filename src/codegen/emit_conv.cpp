@@ -703,7 +703,8 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
   const ir::ValueIndex conv_out = conv.output;
   const ir::ValueIndex result = ctx.node().output;
   if (gr.type(conv_out).shape != gr.type(result).shape || gr.type(conv_out).dtype != gr.type(result).dtype)
-    return internal_error("kernel " + ctx.kernel.name + ": the epilogue's result is not the convolution's shape and dtype");
+    return internal_error("kernel " + ctx.kernel.name +
+                          ": the epilogue's result is not the convolution's shape and dtype");
   // The convolution alone, as its own function <name>_conv, writing into the epilogue's output.
   schedule::Kernel conv_kernel = ctx.kernel;
   conv_kernel.nodes = {conv_node};
@@ -721,8 +722,8 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
   const std::string T = ctype(gr.type(conv_out).dtype);
   const std::string A = acc_type(gr.type(conv_out).dtype);
   if (bias_left) {
-    seed.expr = "(" + T + ")((" + A + ")out[i] + (" + A + ")conv_bias[(i / " + std::to_string(g.spatial_out) + "LL) % " +
-                std::to_string(g.cout) + "LL])";
+    seed.expr = "(" + T + ")((" + A + ")out[i] + (" + A + ")conv_bias[(i / " + std::to_string(g.spatial_out) +
+                "LL) % " + std::to_string(g.cout) + "LL])";
     seed.params.push_back({"const " + T + "* __restrict__ conv_bias", conv_ctx.in_ptr(2)});
   } else {
     seed.expr = "out[i]";

@@ -197,7 +197,8 @@ StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, 
         return internal_error("node_statements: " + ir::describe(g, node) + " is not pointwise");
       }
       T = compute_type(out_dtype);
-      const std::string eps = T == "double" ? double_literal(node.attrs.f("eps")) : "T" + float_literal(node.attrs.f("eps"));
+      const std::string eps =
+          T == "double" ? double_literal(node.attrs.f("eps")) : "T" + float_literal(node.attrs.f("eps"));
       lines = "const T x = " + as_t(ops[0]) + "; const T invstd = T(1) / sqrt(" + as_t(ops[4]) + " + " + eps + "); ";
       value = "(x - " + as_t(ops[3]) + ") * invstd";
       if (!ops[1].expr.empty()) value = "(" + value + ") * " + as_t(ops[1]);
@@ -345,8 +346,7 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
      << "__global__ void __launch_bounds__(" << block << ") " << name << "_x4(" << decl.str() << out_decl << ") {\n"
      << "  KF_GRID_STRIDE(q, " << n / 4 << "LL) {\n";
   for (auto v : vector_loads) {
-    os << "    const " << vec_t(v) << " p" << v << " = reinterpret_cast<const " << vec_t(v) << "*>(in" << v
-       << ")[q];\n"
+    os << "    const " << vec_t(v) << " p" << v << " = reinterpret_cast<const " << vec_t(v) << "*>(in" << v << ")[q];\n"
        << "    const " << ctype(g.type(v).dtype) << "* v" << v << " = reinterpret_cast<const " << ctype(g.type(v).dtype)
        << "*>(&p" << v << ");\n";
   }
@@ -417,8 +417,7 @@ StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx) {
     src.launches = 0;
     return src;
   }
-  src.code += "namespace {\n" + kernel + "}  // namespace\n\n" + ctx.signature() + " {\n" + launch +
-              "  return 0;\n}\n";
+  src.code += "namespace {\n" + kernel + "}  // namespace\n\n" + ctx.signature() + " {\n" + launch + "  return 0;\n}\n";
   return src;
 }
 

@@ -108,7 +108,6 @@ Status validate(const Graph& g) {
   return Status::ok();
 }
 
-
 bool is_pointwise(const Node& node) {
   if (is_elementwise(op_info(node.op).family)) return true;
   return node.op == OpId::kBatchNorm && node.attrs.has("training") && !node.attrs.b("training");

@@ -45,10 +45,12 @@ EvalResult result_from_harness_fields(const Json& j, const std::string& protocol
   r.t_candidate = number_or_null(j, "t_candidate");
   r.t_eager = number_or_null(j, "t_eager");
   r.t_compile = number_or_null(j, "t_compile");
+  r.t_compile_tf32 = number_or_null(j, "t_compile_tf32");
   r.t_candidate_repeat = number_or_null(j, "t_candidate_repeat");
   r.t_eager_repeat = number_or_null(j, "t_eager_repeat");
   r.t_candidate_wall = number_or_null(j, "t_candidate_wall");
-  if (j.contains("other_streams") && j["other_streams"].is_number_integer()) r.other_streams = j["other_streams"].get<int>();
+  if (j.contains("other_streams") && j["other_streams"].is_number_integer())
+    r.other_streams = j["other_streams"].get<int>();
   r.samples = j.value("samples", 0);
   if (j.contains("profile_error") && j["profile_error"].is_string())
     r.message += (r.message.empty() ? "" : "; ") + std::string("profile: ") + j["profile_error"].get<std::string>();

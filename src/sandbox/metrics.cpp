@@ -16,6 +16,9 @@ SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::ve
   int with_compile = 0;
   double log_eager = 0;
   double log_compile = 0;
+  int faster_compile_tf32 = 0;
+  int with_compile_tf32 = 0;
+  double log_compile_tf32 = 0;
   std::vector<double> floor_ratios;
   double reward_sum = 0;
   int rewarded = 0;
@@ -45,6 +48,11 @@ SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::ve
       log_compile += std::log(*r.t_compile / t);
       if (t < *r.t_compile) ++faster_compile;
     }
+    if (r.t_compile_tf32 && *r.t_compile_tf32 > 0) {
+      ++with_compile_tf32;
+      log_compile_tf32 += std::log(*r.t_compile_tf32 / t);
+      if (t < *r.t_compile_tf32) ++faster_compile_tf32;
+    }
   }
   const double n = m.problems;
   m.pass_rate = m.correct / n;
@@ -55,6 +63,10 @@ SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::ve
   if (with_compile > 0) {
     m.faster_than_compile = faster_compile / n;
     m.speedup_vs_compile = std::exp(log_compile / with_compile);
+  }
+  if (with_compile_tf32 > 0) {
+    m.faster_than_compile_tf32 = faster_compile_tf32 / n;
+    m.speedup_vs_compile_tf32 = std::exp(log_compile_tf32 / with_compile_tf32);
   }
   if (!floor_ratios.empty()) {
     std::sort(floor_ratios.begin(), floor_ratios.end());

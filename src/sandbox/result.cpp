@@ -70,6 +70,7 @@ OrderedJson result_to_json(const EvalResult& r) {
   j["t_candidate"] = opt(r.t_candidate);
   j["t_eager"] = opt(r.t_eager);
   j["t_compile"] = opt(r.t_compile);
+  if (r.t_compile_tf32) j["t_compile_tf32"] = *r.t_compile_tf32;
   if (r.t_candidate_repeat) j["t_candidate_repeat"] = *r.t_candidate_repeat;
   if (r.t_eager_repeat) j["t_eager_repeat"] = *r.t_eager_repeat;
   if (r.t_candidate_wall) j["t_candidate_wall"] = *r.t_candidate_wall;

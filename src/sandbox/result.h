@@ -21,16 +21,19 @@ struct EvalResult {
   std::optional<double> t_candidate;  // seconds (median when measured)
   std::optional<double> t_eager;
   std::optional<double> t_compile;
+  // torch.compile with torch.set_float32_matmul_precision("high") (TF32 matmuls, as our tf32 skill):
+  // the precision-matched column, so gains from precision show apart from gains from kernels.
+  std::optional<double> t_compile_tf32;
   std::optional<double> t_candidate_repeat;  // the candidate timed a second time in the same run (noise)
   std::optional<double> t_eager_repeat;      // eager timed a second time (noise of the reference)
   std::optional<double> t_candidate_wall;    // host time to a full device synchronize (escaped work)
-  int other_streams = 0;  // CUDA streams the candidate made or switched to while timed (harness's watch)
-  int samples = 0;                           // timed trials per variant (0 when predicted)
-  std::string protocol;                      // "cuda-agent" or "kernelbench"
-  std::string device;                        // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
-  std::string torch_version;                 // of the process that measured (empty when predicted)
-  bool predicted = true;                     // times come from the cost model, correctness is unverified
-  std::string message;                       // the compiler's or the harness's words on a failure
+  int other_streams = 0;      // CUDA streams the candidate made or switched to while timed (harness's watch)
+  int samples = 0;            // timed trials per variant (0 when predicted)
+  std::string protocol;       // "cuda-agent" or "kernelbench"
+  std::string device;         // "NVIDIA H200" or "cpu (roofline of NVIDIA H200)"
+  std::string torch_version;  // of the process that measured (empty when predicted)
+  bool predicted = true;      // times come from the cost model, correctness is unverified
+  std::string message;        // the compiler's or the harness's words on a failure
 };
 
 OrderedJson result_to_json(const EvalResult& r);

@@ -22,22 +22,25 @@ bool tail_is_pointwise(const ir::Graph& g, const schedule::Kernel& k) {
 }
 
 std::string epilogue_illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer,
-                             bool (*producer_ok)(const ir::Graph&, const schedule::Kernel&), const char* producer_kind) {
+                             bool (*producer_ok)(const ir::Graph&, const schedule::Kernel&),
+                             const char* producer_kind) {
   const int n = static_cast<int>(s.kernels.size());
   if (producer < 0 || consumer < 0 || producer >= n || consumer >= n || producer >= consumer)
     return "the library kernel must run before the chain's";
   const auto& p = s.kernels[static_cast<size_t>(producer)];
   const auto& c = s.kernels[static_cast<size_t>(consumer)];
   if (!producer_ok(g, p)) return std::string("the producer must be ") + producer_kind;
-  if (c.impl != schedule::Impl::kGenerated || c.strategy != "elementwise" || !all_pointwise(g, c.nodes.begin(), c.nodes.end()))
+  if (c.impl != schedule::Impl::kGenerated || c.strategy != "elementwise" ||
+      !all_pointwise(g, c.nodes.begin(), c.nodes.end()))
     return "the consumer must be a generated elementwise chain";
   const ir::ValueIndex v = result_of(g, p);
   const ir::TensorType& lib_type = g.type(v);
   const ir::TensorType& chain_type = g.type(result_of(g, c));
   if (lib_type.shape != chain_type.shape || lib_type.dtype != chain_type.dtype)
-    return "the chain's result (" + ir::shape_str(chain_type.shape) + ", " + std::string(ir::dtype_name(chain_type.dtype)) +
-           ") is not the library kernel's (" + ir::shape_str(lib_type.shape) + ", " +
-           std::string(ir::dtype_name(lib_type.dtype)) + "): the library writes into it";
+    return "the chain's result (" + ir::shape_str(chain_type.shape) + ", " +
+           std::string(ir::dtype_name(chain_type.dtype)) + ") is not the library kernel's (" +
+           ir::shape_str(lib_type.shape) + ", " + std::string(ir::dtype_name(lib_type.dtype)) +
+           "): the library writes into it";
   if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
     return "the library kernel's result is a graph output, so it must be stored";
   bool read = false;
@@ -58,7 +61,8 @@ std::vector<Site> epilogue_sites(const ir::Graph& g, const schedule::Schedule& s
       if (!illegal(g, s, p, c).empty()) continue;
       Site site;
       site.kernels = {p, c};
-      site.what = s.kernels[static_cast<size_t>(c)].name + " as the epilogue of " + s.kernels[static_cast<size_t>(p)].name;
+      site.what =
+          s.kernels[static_cast<size_t>(c)].name + " as the epilogue of " + s.kernels[static_cast<size_t>(p)].name;
       out.push_back(std::move(site));
     }
   }

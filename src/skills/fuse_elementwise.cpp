@@ -9,9 +9,8 @@ namespace {
 
 bool is_chain(const ir::Graph& g, const schedule::Kernel& k) {
   if (k.impl != schedule::Impl::kGenerated || k.strategy != "elementwise") return false;
-  return std::all_of(k.nodes.begin(), k.nodes.end(), [&](int n) {
-    return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]);
-  });
+  return std::all_of(k.nodes.begin(), k.nodes.end(),
+                     [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
 }
 
 ir::ValueIndex result_of(const ir::Graph& g, const schedule::Kernel& k) {

@@ -32,7 +32,8 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
   if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
     return "the chain's result is a graph output, so it must be stored";
   for (int user : g.users(v)) {
-    if (user != c.root()) return "the chain's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
+    if (user != c.root())
+      return "the chain's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
   }
   return "";
 }
@@ -40,9 +41,9 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
 }  // namespace
 
 bool is_reduce_prologue(const ir::Graph& g, const schedule::Kernel& k) {
-  return is_reduce_kernel(g, k) && k.nodes.size() > 1 &&
-         std::all_of(k.nodes.begin(), k.nodes.end() - 1,
-                     [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
+  return is_reduce_kernel(g, k) && k.nodes.size() > 1 && std::all_of(k.nodes.begin(), k.nodes.end() - 1, [&](int n) {
+           return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]);
+         });
 }
 
 std::vector<Site> reduce_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {
@@ -52,7 +53,8 @@ std::vector<Site> reduce_prologue_sites(const ir::Graph& g, const schedule::Sche
       if (!illegal(g, s, p, c).empty()) continue;
       Site site;
       site.kernels = {p, c};
-      site.what = s.kernels[static_cast<size_t>(p)].name + " as the prologue of " + s.kernels[static_cast<size_t>(c)].name;
+      site.what =
+          s.kernels[static_cast<size_t>(p)].name + " as the prologue of " + s.kernels[static_cast<size_t>(c)].name;
       out.push_back(std::move(site));
     }
   }

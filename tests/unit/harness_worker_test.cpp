@@ -266,6 +266,14 @@ TEST(SuiteMetrics, PaperDefinitions) {
   EXPECT_NEAR(*m.speedup_vs_compile, std::cbrt(0.5 * 2 * 4), 1e-12);
   EXPECT_NEAR(*m.median_floor_ratio, 0.625, 1e-12);  // floors 1/1 and 0.5/2
   EXPECT_FALSE(m.predicted);
+  EXPECT_FALSE(m.speedup_vs_compile_tf32.has_value());  // not measured: no column
+  // The precision-matched column (compile with TF32 matmuls): its own rate and geomean.
+  rs[0].t_compile_tf32 = 0.25;
+  rs[1].t_compile_tf32 = 1.0;
+  rs[3].t_compile_tf32 = 4.0;
+  m = suite_metrics(rs, {});
+  EXPECT_DOUBLE_EQ(*m.faster_than_compile_tf32, 0.25);  // only the fourth: 2 < 4
+  EXPECT_NEAR(*m.speedup_vs_compile_tf32, std::cbrt(0.25 * 1.0 * 2.0), 1e-12);
 }
 
 }  // namespace

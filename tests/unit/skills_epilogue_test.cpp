@@ -80,11 +80,13 @@ TEST(BatchNormInference, EmitsTorchsInferenceTransformPerChannel) {
   const std::string& code = p->kernels[1].code;
   // Channel of index i over [2, 8, 8, 8]: (i / 64) % 8, for weight (value 3), bias (4), mean (5) and
   // variance (6) alike; the input c is value 8.
-  EXPECT_TRUE(has(code, "const T x = T(in8[i]); const T invstd = T(1) / sqrt(T(in6[((i / 64LL) % 8LL)]) + "
-                        "T(9.99999975e-06f));"))
+  EXPECT_TRUE(has(code,
+                  "const T x = T(in8[i]); const T invstd = T(1) / sqrt(T(in6[((i / 64LL) % 8LL)]) + "
+                  "T(9.99999975e-06f));"))
       << code;
-  EXPECT_TRUE(has(code, "(((x - T(in5[((i / 64LL) % 8LL)])) * invstd) * T(in3[((i / 64LL) % 8LL)])) + "
-                        "T(in4[((i / 64LL) % 8LL)])"))
+  EXPECT_TRUE(has(code,
+                  "(((x - T(in5[((i / 64LL) % 8LL)])) * invstd) * T(in3[((i / 64LL) % 8LL)])) + "
+                  "T(in4[((i / 64LL) % 8LL)])"))
       << code;
 }
 
@@ -155,8 +157,9 @@ TEST(ConvEpilogue, OnePassAfterTheConvolutionAndItBuilds) {
   // then c, n, r, y), and the epilogue starts from the conv's value plus the bias of its channel.
   EXPECT_FALSE(has(code, "k0_conv_conv_bias<<<")) << code;
   EXPECT_TRUE(has(code, "const int rc = k0_conv_conv(ctx, bufs);")) << code;
-  EXPECT_TRUE(has(code, "kf_cudnn_conv(ctx, &kConv, ((const float*)bufs[0]), ((const float*)bufs[1]), "
-                        "((float*)bufs[11]));"))
+  EXPECT_TRUE(has(code,
+                  "kf_cudnn_conv(ctx, &kConv, ((const float*)bufs[0]), ((const float*)bufs[1]), "
+                  "((float*)bufs[11]));"))
       << code;
   EXPECT_TRUE(has(code, "const float r8 = (float)((float)out[i] + (float)conv_bias[(i / 64LL) % 8LL]);")) << code;
   EXPECT_TRUE(has(code, "k0_conv_epilogue<<<kf_grid(1024LL, 256), 256, 0, ctx->stream>>>(")) << code;
