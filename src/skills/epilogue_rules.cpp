@@ -55,18 +55,8 @@ std::string epilogue_illegal(const ir::Graph& g, const schedule::Schedule& s, in
 
 std::vector<Site> epilogue_sites(const ir::Graph& g, const schedule::Schedule& s,
                                  std::string (*illegal)(const ir::Graph&, const schedule::Schedule&, int, int)) {
-  std::vector<Site> out;
-  for (int c = 0; c < static_cast<int>(s.kernels.size()); ++c) {
-    for (int p = 0; p < c; ++p) {
-      if (!illegal(g, s, p, c).empty()) continue;
-      Site site;
-      site.kernels = {p, c};
-      site.what =
-          s.kernels[static_cast<size_t>(c)].name + " as the epilogue of " + s.kernels[static_cast<size_t>(p)].name;
-      out.push_back(std::move(site));
-    }
-  }
-  return out;
+  return pair_sites(g, s, illegal,
+                    [](const std::string& p, const std::string& c) { return c + " as the epilogue of " + p; });
 }
 
 schedule::Schedule merge_epilogue(const schedule::Schedule& s, const Site& site, const std::string& skill) {

@@ -44,17 +44,8 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
 }  // namespace
 
 std::vector<Site> fuse_elementwise_sites(const ir::Graph& g, const schedule::Schedule& s) {
-  std::vector<Site> out;
-  for (int c = 0; c < static_cast<int>(s.kernels.size()); ++c) {
-    for (int p = 0; p < c; ++p) {
-      if (!illegal(g, s, p, c).empty()) continue;
-      Site site;
-      site.kernels = {p, c};
-      site.what = "fuse " + s.kernels[static_cast<size_t>(p)].name + " into " + s.kernels[static_cast<size_t>(c)].name;
-      out.push_back(std::move(site));
-    }
-  }
-  return out;
+  return pair_sites(g, s, illegal,
+                    [](const std::string& p, const std::string& c) { return "fuse " + p + " into " + c; });
 }
 
 StatusOr<schedule::Schedule> fuse_elementwise(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
@@ -62,15 +53,9 @@ StatusOr<schedule::Schedule> fuse_elementwise(const ir::Graph& g, const schedule
   const int p = site.kernels[0];
   const int c = site.kernels[1];
   if (std::string why = illegal(g, s, p, c); !why.empty()) return invalid_argument("fuse_elementwise: " + why);
-  schedule::Schedule out = s;
-  auto& consumer = out.kernels[static_cast<size_t>(c)];
-  const auto& producer = s.kernels[static_cast<size_t>(p)];
   // The producer's nodes go first: they only read values made before the producer ran, and nothing
   // between the two kernels reads the producer's result (legality), so moving them later is safe.
-  consumer.nodes.insert(consumer.nodes.begin(), producer.nodes.begin(), producer.nodes.end());
-  out.kernels.erase(out.kernels.begin() + p);
-  out.applied.push_back("fuse_elementwise: " + site.what);
-  return out;
+  return join_into_consumer(s, p, c, "fuse_elementwise: " + site.what);
 }
 
 }  // namespace kforge::skills

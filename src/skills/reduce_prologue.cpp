@@ -47,18 +47,8 @@ bool is_reduce_prologue(const ir::Graph& g, const schedule::Kernel& k) {
 }
 
 std::vector<Site> reduce_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {
-  std::vector<Site> out;
-  for (int c = 0; c < static_cast<int>(s.kernels.size()); ++c) {
-    for (int p = 0; p < c; ++p) {
-      if (!illegal(g, s, p, c).empty()) continue;
-      Site site;
-      site.kernels = {p, c};
-      site.what =
-          s.kernels[static_cast<size_t>(p)].name + " as the prologue of " + s.kernels[static_cast<size_t>(c)].name;
-      out.push_back(std::move(site));
-    }
-  }
-  return out;
+  return pair_sites(g, s, illegal,
+                    [](const std::string& p, const std::string& c) { return p + " as the prologue of " + c; });
 }
 
 StatusOr<schedule::Schedule> reduce_prologue(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
@@ -66,14 +56,8 @@ StatusOr<schedule::Schedule> reduce_prologue(const ir::Graph& g, const schedule:
   const int p = site.kernels[0];
   const int c = site.kernels[1];
   if (std::string why = illegal(g, s, p, c); !why.empty()) return invalid_argument("reduce_prologue: " + why);
-  schedule::Schedule out = s;
-  auto& consumer = out.kernels[static_cast<size_t>(c)];
-  const auto& producer = s.kernels[static_cast<size_t>(p)];
   // Like fuse_elementwise: the chain's nodes go first; only the reduction read its result.
-  consumer.nodes.insert(consumer.nodes.begin(), producer.nodes.begin(), producer.nodes.end());
-  out.kernels.erase(out.kernels.begin() + p);
-  out.applied.push_back("reduce_prologue: " + site.what);
-  return out;
+  return join_into_consumer(s, p, c, "reduce_prologue: " + site.what);
 }
 
 }  // namespace kforge::skills

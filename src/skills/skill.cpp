@@ -52,6 +52,32 @@ const std::vector<Skill>& all_skills() {
   return skills;
 }
 
+std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
+                             std::string (*what)(const std::string& producer, const std::string& consumer)) {
+  std::vector<Site> out;
+  for (int c = 0; c < static_cast<int>(s.kernels.size()); ++c) {
+    for (int p = 0; p < c; ++p) {
+      if (!illegal(g, s, p, c).empty()) continue;
+      Site site;
+      site.kernels = {p, c};
+      site.what = what(s.kernels[static_cast<size_t>(p)].name, s.kernels[static_cast<size_t>(c)].name);
+      out.push_back(std::move(site));
+    }
+  }
+  return out;
+}
+
+schedule::Schedule join_into_consumer(const schedule::Schedule& s, int producer, int consumer,
+                                      const std::string& applied) {
+  schedule::Schedule out = s;
+  const auto& from = s.kernels[static_cast<size_t>(producer)];
+  auto& into = out.kernels[static_cast<size_t>(consumer)];
+  into.nodes.insert(into.nodes.begin(), from.nodes.begin(), from.nodes.end());
+  out.kernels.erase(out.kernels.begin() + producer);
+  out.applied.push_back(applied);
+  return out;
+}
+
 const Skill* find_skill(std::string_view name) {
   for (const auto& s : all_skills()) {
     if (s.name == name) return &s;

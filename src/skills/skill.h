@@ -32,6 +32,19 @@ struct Skill {
   StatusOr<schedule::Schedule> (*apply)(const ir::Graph& g, const schedule::Schedule& s, const Site& site);
 };
 
+// For the skills that join two kernels (fusions, prologues, epilogues): every {producer, consumer}
+// pair, producer first, that `illegal` accepts (it returns "" for a legal pair), each described by
+// `what(producer name, consumer name)`, in a stable order.
+using PairRule = std::string (*)(const ir::Graph&, const schedule::Schedule&, int producer, int consumer);
+std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
+                             std::string (*what)(const std::string& producer, const std::string& consumer));
+
+// The producer's nodes moved in front of the consumer's (the consumer keeps its strategy and knobs),
+// the producer kernel removed, `applied` recorded. Legality is the caller's: nothing between the two
+// may read the producer's result.
+schedule::Schedule join_into_consumer(const schedule::Schedule& s, int producer, int consumer,
+                                      const std::string& applied);
+
 // The catalogue, in the default planner's order.
 const std::vector<Skill>& all_skills();
 const Skill* find_skill(std::string_view name);

@@ -173,14 +173,7 @@ TEST(ConvEpilogue, OnePassAfterTheConvolutionAndItBuilds) {
   const double y_bytes = 2 * 8 * 8 * 8 * 4.0;
   const double reads = (2 * 4 * 10 * 10 + 8 * 4 * 9 + 8 * 6) * 4.0;
   EXPECT_DOUBLE_EQ(cost.kernels[0].bytes, reads + 3 * y_bytes);
-  auto tc = sandbox::find_toolchain();
-  if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
-  auto dir = kforge::testing::temp_dir("conv-epilogue-build");
-  auto r = sandbox::build_program(p.value(), tc.value(),
-                                  {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
-  EXPECT_TRUE(r->ok) << r->message;
-  std::filesystem::remove_all(dir);
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-epilogue-build");
 }
 
 // x [4, 8] -> linear (w [16, 8], bias) -> h [4, 16] -> relu -> y; `h_returned` returns h too.
@@ -220,14 +213,7 @@ TEST(LinearEpilogue, TheGemmWritesTheOutputAndOnePassAddsBiasAndChain) {
   auto bad = linear_epilogue(returned, first_schedule(returned), Site{{0, 1}, {}, ""});
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("graph output"), std::string::npos) << bad.status().message();
-  auto tc = sandbox::find_toolchain();
-  if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
-  auto dir = kforge::testing::temp_dir("linear-epilogue-build");
-  auto r = sandbox::build_program(p.value(), tc.value(),
-                                  {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
-  EXPECT_TRUE(r->ok) << r->message;
-  std::filesystem::remove_all(dir);
+  kforge::testing::expect_builds_with_nvcc(p.value(), "linear-epilogue-build");
 }
 
 }  // namespace

@@ -123,14 +123,7 @@ TEST(DefaultPlanner, FusedChainKeepsIntermediatesInRegistersAndBuilds) {
   // The cost model counts the fused kernel's compulsory traffic only: x, b and y.
   auto cost = costmodel::program_cost(g, s.value());
   EXPECT_DOUBLE_EQ(cost.kernels[0].bytes, (8 * 16 + 16 + 8 * 16) * 4.0);
-  auto tc = sandbox::find_toolchain();
-  if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
-  auto dir = kforge::testing::temp_dir("fused-build");
-  auto r = sandbox::build_program(p.value(), tc.value(),
-                                  {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
-  EXPECT_TRUE(r->ok) << r->message;
-  std::filesystem::remove_all(dir);
+  kforge::testing::expect_builds_with_nvcc(p.value(), "fused-build");
 }
 
 TEST(DefaultPlanner, NeverFusesIntoALibraryKernel) {

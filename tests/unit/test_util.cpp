@@ -3,7 +3,21 @@
 
 #include <unistd.h>
 
+#include "sandbox/build.h"
+#include "sandbox/toolchain.h"
+
 namespace kforge::testing {
+
+void expect_builds_with_nvcc(const codegen::Program& p, const std::string& tag) {
+  auto tc = sandbox::find_toolchain();
+  if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
+  auto dir = temp_dir(tag);
+  auto r =
+      sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->ok) << r->message;
+  std::filesystem::remove_all(dir);
+}
 
 std::string one_node_graph(const std::string& op, const std::vector<std::pair<std::string, ir::Shape>>& inputs,
                            const std::string& attrs_json, const ir::Shape& out_shape, const std::string& out_dtype) {

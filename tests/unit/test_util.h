@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/json.h"
+#include "codegen/program.h"
 #include "ir/graph.h"
 
 namespace kforge::testing {
@@ -35,6 +36,10 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   std::filesystem::create_directories(d);
   return d;
 }
+
+// Builds `p` with nvcc into a fresh temporary directory (its own build cache) and expects success;
+// skips the calling test's build check when no CUDA toolchain is found. Call it last in a test.
+void expect_builds_with_nvcc(const codegen::Program& p, const std::string& tag);
 
 // One-node graph JSON: inputs given as (id, shape) pairs of float32 tensors.
 std::string one_node_graph(const std::string& op, const std::vector<std::pair<std::string, ir::Shape>>& inputs,
