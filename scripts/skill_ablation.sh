@@ -27,7 +27,10 @@ import json, math, os, sys
 out, skills = sys.argv[1], sys.argv[2:]
 full = json.load(open(os.path.join(out, "all.json")))
 def times(rep):
-    return {(p["level"], p["problem"]): p.get("t_candidate_ms") for p in rep["problems"] if p.get("correct") is not False}
+    # Measured candidate times on a GPU; the cost model's predictions otherwise (correct is then unknown).
+    key = "t_predicted_ms" if rep.get("predicted") else "t_candidate_ms"
+    return {(p["level"], p["problem"]): p.get(key) for p in rep["problems"]
+            if rep.get("predicted") or p.get("correct")}
 def applied(p):
     path = os.path.join(p.get("out_dir") or "", "schedule.json")
     try:
