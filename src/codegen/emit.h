@@ -92,6 +92,13 @@ StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx);
 StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std::vector<int>& nodes,
                                                const std::string& name, const ChainSeed& seed, std::string& launch);
 
+// Completes the source of a library kernel with an epilogue (conv_epilogue, linear_epilogue): `src`
+// defines the library call as `library_fn(ctx, bufs)`, writing into the kernel's result; this appends
+// the in-place pass over ctx.kernel's nodes after the first (seeded by `seed`, described by the
+// comment `what`) and the kernel's own function, which runs both.
+Status append_library_epilogue(const EmitContext& ctx, const std::string& library_fn, const ChainSeed& seed,
+                               const std::string& what, KernelSource& src);
+
 // A device function `<name>(long long i, <params>)` returning the value of the pointwise `nodes`'
 // last output at its linear index i (a prologue: the reduce kernels read it in place of a load).
 struct PointwiseFunction {

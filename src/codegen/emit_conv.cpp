@@ -714,8 +714,6 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
   bool bias_left = false;
   KF_ASSIGN_OR_RETURN(KernelSource src, emit_conv_family(conv_ctx, transpose, true, &bias_left));
   KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(conv_ctx, transpose));
-  src.name = ctx.kernel.name;
-  src.file_name = ctx.kernel.name + ".cu";
   // The bias first, rounded to the tensor's type as torch's separate add rounds it, then the chain.
   ChainSeed seed;
   seed.value = conv_out;
@@ -728,21 +726,11 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
   } else {
     seed.expr = "out[i]";
   }
-  std::string launch;
-  const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
-  if (gr.type(result).numel() == 0) {
-    src.code += "\n" + ctx.signature() + " {\n  return " + conv_kernel.name + "(ctx, bufs);\n}\n";
-    return src;
-  }
-  KF_ASSIGN_OR_RETURN(std::string epilogue,
-                      elementwise_chain_kernel(ctx, chain, ctx.kernel.name + "_epilogue", seed, launch));
-  std::string described;
-  for (int n : chain) described += "//   " + ir::describe(gr, gr.nodes()[static_cast<size_t>(n)]) + "\n";
-  src.code += "\n// The epilogue (conv_epilogue skill): " + std::string(bias_left ? "the bias, then " : "") +
-              "the elementwise chain, in place on the convolution's output:\n" + described + "namespace {\n" +
-              epilogue + "}  // namespace\n\n" + ctx.signature() + " {\n  const int rc = " + conv_kernel.name +
-              "(ctx, bufs);\n  if (rc != 0) return rc;\n" + launch + "  return 0;\n}\n";
-  src.launches += 1;
+  KF_RETURN_IF_ERROR(
+      append_library_epilogue(ctx, conv_kernel.name, seed,
+                              "The epilogue (conv_epilogue skill): " + std::string(bias_left ? "the bias, then " : "") +
+                                  "the elementwise chain, in place on the convolution's output",
+                              src));
   return src;
 }
 

@@ -399,6 +399,28 @@ StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std
   return f;
 }
 
+Status append_library_epilogue(const EmitContext& ctx, const std::string& library_fn, const ChainSeed& seed,
+                               const std::string& what, KernelSource& src) {
+  const ir::Graph& g = ctx.graph;
+  src.name = ctx.kernel.name;
+  src.file_name = ctx.kernel.name + ".cu";
+  if (ctx.out_type().numel() == 0) {
+    src.code += "\n" + ctx.signature() + " {\n  return " + library_fn + "(ctx, bufs);\n}\n";
+    return Status::ok();
+  }
+  const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
+  std::string launch;
+  KF_ASSIGN_OR_RETURN(std::string epilogue,
+                      elementwise_chain_kernel(ctx, chain, ctx.kernel.name + "_epilogue", seed, launch));
+  std::string described;
+  for (int n : chain) described += "//   " + ir::describe(g, g.nodes()[static_cast<size_t>(n)]) + "\n";
+  src.code += "\n// " + what + ":\n" + described + "namespace {\n" + epilogue + "}  // namespace\n\n" +
+              ctx.signature() + " {\n  const int rc = " + library_fn + "(ctx, bufs);\n  if (rc != 0) return rc;\n" +
+              launch + "  return 0;\n}\n";
+  src.launches += 1;
+  return Status::ok();
+}
+
 // The kernel of an elementwise chain: its nodes in order, the last one's output written.
 StatusOr<KernelSource> emit_elementwise_chain(const EmitContext& ctx) {
   const ir::Graph& g = ctx.graph;

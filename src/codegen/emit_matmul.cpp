@@ -242,13 +242,6 @@ StatusOr<KernelSource> emit_linear_epilogue(const EmitContext& ctx) {
   EmitContext gemm_ctx(gr, ctx.sched, gemm_kernel, ctx.buffers);
   gemm_ctx.out_value = result;
   KF_ASSIGN_OR_RETURN(KernelSource src, emit_linear(gemm_ctx, true));
-  src.name = ctx.kernel.name;
-  src.file_name = ctx.kernel.name + ".cu";
-  const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
-  if (gr.type(result).numel() == 0) {
-    src.code += "\n" + ctx.signature() + " {\n  return " + gemm_kernel.name + "(ctx, bufs);\n}\n";
-    return src;
-  }
   ChainSeed seed;
   seed.value = linear.output;
   const std::string T = ctype(gr.type(result).dtype);
@@ -261,16 +254,11 @@ StatusOr<KernelSource> emit_linear_epilogue(const EmitContext& ctx) {
   } else {
     seed.expr = "out[i]";
   }
-  std::string launch;
-  KF_ASSIGN_OR_RETURN(std::string epilogue,
-                      elementwise_chain_kernel(ctx, chain, ctx.kernel.name + "_epilogue", seed, launch));
-  std::string described;
-  for (int n : chain) described += "//   " + ir::describe(gr, gr.nodes()[static_cast<size_t>(n)]) + "\n";
-  src.code += "\n// The epilogue (linear_epilogue skill): " + std::string(bias ? "the bias, then " : "") +
-              "the elementwise chain, in place on the GEMM's output:\n" + described + "namespace {\n" + epilogue +
-              "}  // namespace\n\n" + ctx.signature() + " {\n  const int rc = " + gemm_kernel.name +
-              "(ctx, bufs);\n  if (rc != 0) return rc;\n" + launch + "  return 0;\n}\n";
-  src.launches += 1;
+  KF_RETURN_IF_ERROR(
+      append_library_epilogue(ctx, gemm_kernel.name, seed,
+                              "The epilogue (linear_epilogue skill): " + std::string(bias ? "the bias, then " : "") +
+                                  "the elementwise chain, in place on the GEMM's output",
+                              src));
   return src;
 }
 

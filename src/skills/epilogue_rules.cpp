@@ -30,9 +30,7 @@ std::string epilogue_illegal(const ir::Graph& g, const schedule::Schedule& s, in
   const auto& p = s.kernels[static_cast<size_t>(producer)];
   const auto& c = s.kernels[static_cast<size_t>(consumer)];
   if (!producer_ok(g, p)) return std::string("the producer must be ") + producer_kind;
-  if (c.impl != schedule::Impl::kGenerated || c.strategy != "elementwise" ||
-      !all_pointwise(g, c.nodes.begin(), c.nodes.end()))
-    return "the consumer must be a generated elementwise chain";
+  if (!is_pointwise_chain(g, c)) return "the consumer must be a generated elementwise chain";
   const ir::ValueIndex v = result_of(g, p);
   const ir::TensorType& lib_type = g.type(v);
   const ir::TensorType& chain_type = g.type(result_of(g, c));

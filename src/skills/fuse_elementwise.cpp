@@ -7,12 +7,6 @@ namespace kforge::skills {
 
 namespace {
 
-bool is_chain(const ir::Graph& g, const schedule::Kernel& k) {
-  if (k.impl != schedule::Impl::kGenerated || k.strategy != "elementwise") return false;
-  return std::all_of(k.nodes.begin(), k.nodes.end(),
-                     [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
-}
-
 ir::ValueIndex result_of(const ir::Graph& g, const schedule::Kernel& k) {
   return g.nodes()[static_cast<size_t>(k.root())].output;
 }
@@ -24,7 +18,8 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
     return "the producer must be a kernel that runs before the consumer";
   const auto& p = s.kernels[static_cast<size_t>(producer)];
   const auto& c = s.kernels[static_cast<size_t>(consumer)];
-  if (!is_chain(g, p) || !is_chain(g, c)) return "both kernels must be generated elementwise chains";
+  if (!is_pointwise_chain(g, p) || !is_pointwise_chain(g, c))
+    return "both kernels must be generated elementwise chains";
   const ir::ValueIndex v = result_of(g, p);
   if (g.type(v).shape != g.type(result_of(g, c)).shape)
     return "the producer's result " + ir::shape_str(g.type(v).shape) + " does not have the consumer's shape " +

@@ -7,12 +7,6 @@ namespace kforge::skills {
 
 namespace {
 
-bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k) {
-  if (k.impl != schedule::Impl::kGenerated || k.strategy != "elementwise") return false;
-  return std::all_of(k.nodes.begin(), k.nodes.end(),
-                     [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
-}
-
 bool is_reduce_kernel(const ir::Graph& g, const schedule::Kernel& k) {
   return k.impl == schedule::Impl::kGenerated && k.strategy == "reduce" &&
          ir::op_info(g.nodes()[static_cast<size_t>(k.root())].op).family == ir::OpFamily::kReduce;

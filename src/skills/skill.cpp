@@ -52,6 +52,14 @@ const std::vector<Skill>& all_skills() {
   return skills;
 }
 
+bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k) {
+  if (k.impl != schedule::Impl::kGenerated || k.strategy != "elementwise") return false;
+  for (int n : k.nodes) {
+    if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(n)])) return false;
+  }
+  return true;
+}
+
 std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
                              std::string (*what)(const std::string& producer, const std::string& consumer)) {
   std::vector<Site> out;

@@ -32,6 +32,10 @@ struct Skill {
   StatusOr<schedule::Schedule> (*apply)(const ir::Graph& g, const schedule::Schedule& s, const Site& site);
 };
 
+// A generated kernel of strategy "elementwise" whose nodes are all pointwise (ir::is_pointwise): the
+// chain that fusions, prologues and epilogues move.
+bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k);
+
 // For the skills that join two kernels (fusions, prologues, epilogues): every {producer, consumer}
 // pair, producer first, that `illegal` accepts (it returns "" for a legal pair), each described by
 // `what(producer name, consumer name)`, in a stable order.
