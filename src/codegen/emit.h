@@ -101,6 +101,8 @@ Status append_library_epilogue(const EmitContext& ctx, const std::string& librar
 
 // A device function `<name>(long long i, <params>)` returning the value of the pointwise `nodes`'
 // last output at its linear index i (a prologue: the reduce kernels read it in place of a load).
+// With `seed_value`, that value is not loaded but passed: `<name>(long long i, T seed, <params>)`
+// (an epilogue computed where its producer's value is at hand).
 struct PointwiseFunction {
   std::string code;       // the __device__ __forceinline__ definition
   std::string params;     // its operand parameters ("const float* __restrict__ in3, ..."), also the kernel's
@@ -108,7 +110,7 @@ struct PointwiseFunction {
   std::string host_args;  // their host expressions, same order
 };
 StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std::vector<int>& nodes,
-                                               const std::string& name);
+                                               const std::string& name, ir::ValueIndex seed_value = ir::kNoValue);
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx);
 

@@ -28,6 +28,12 @@
 // Either way the bias is a small generated kernel after the convolution (y += bias[c]), as torch
 // adds it after cuDNN.
 //
+// The knob "channels_last" = 1 (the conv_channels_last skill) runs torch's engine on channels-last
+// copies of the input and weight, as torch runs a conv whose tensors are channels-last (what
+// torch.compile arranges): 1.3-2.1x faster convs on the H200, another engine than eager's, so other
+// rounding (the cuda-agent protocol only). The output comes back to NCHW in one tiled pass that also
+// adds the bias and computes a conv_epilogue chain. See channels_last_code.
+//
 // Cases cuDNN cannot take at all (a sample or the weight over 2^31-1 elements, where torch leaves
 // cuDNN for exact im2col GEMMs, an empty input with a non-empty output, more than 3 spatial dims,
 // output_padding >= stride, which torch itself sends to its slow non-cuDNN kernels) use a direct
@@ -366,9 +372,9 @@ std::string padded_list(std::vector<int64_t> v, size_t n) {
   return int_list(v);
 }
 
-// torch's engine: the problem as a KfCudnnConv, run by kf_cudnn_conv (runtime/kforge_cudnn.cu).
-std::string backend_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
-                         int64_t& launches) {
+// torch's engine: the problem as a KfCudnnConv named kConv, run by kf_cudnn_conv
+// (runtime/kforge_cudnn.cu); with channels_last, on channels-last tensors.
+std::string kconv_definition(const EmitContext& ctx, const ConvGeom& g, bool channels_last) {
   const ir::DType dt = ctx.out_type().dtype;
   const CudnnView v = cudnn_view(g);
   const ir::Shape& w = ctx.in_type(1).shape;
@@ -379,8 +385,8 @@ std::string backend_code(const EmitContext& ctx, const ConvGeom& g, const std::s
   const bool exact = dt == ir::DType::kFloat32 && ctx.sched.precision == "3xtf32";
   const std::string compute = dt == ir::DType::kFloat64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT";
   std::ostringstream os;
-  os << "namespace {\n"
-     << "// kf_cudnn_conv runs the cuDNN engine torch runs for this problem (its heuristics, order and filters).\n"
+  os << "// kf_cudnn_conv runs the cuDNN engine torch runs for this problem (its heuristics, order and filters)"
+     << (channels_last ? ",\n// here for channels-last tensors, as torch runs a channels-last conv" : "") << ".\n"
      << "const KfCudnnConv kConv = {\n"
      << "    \"" << ctx.kernel.name << "\",\n"
      << "    " << (g.transpose ? 1 : 0) << ",  // backward_data"
@@ -401,8 +407,16 @@ std::string backend_code(const EmitContext& ctx, const ConvGeom& g, const std::s
      << "    " << padded_list(v.pad, 3) << ",  // pad\n"
      << "    " << padded_list(v.stride, 3) << ",  // stride\n"
      << "    " << padded_list(v.dil, 3) << ",  // dilation\n"
+     << "    " << (channels_last ? 1 : 0) << ",  // channels_last\n"
      << "};\n";
-  if (has_bias) os << "\n" << bias_kernel(ctx, g, T, acc_type(dt), true, false);
+  return os.str();
+}
+
+std::string backend_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
+                         int64_t& launches) {
+  std::ostringstream os;
+  os << "namespace {\n" << kconv_definition(ctx, g, false);
+  if (has_bias) os << "\n" << bias_kernel(ctx, g, T, acc_type(ctx.out_type().dtype), true, false);
   os << "}  // namespace\n\n"
      << ctx.signature() << " {\n"
      << "  const int rc = kf_cudnn_conv(ctx, &kConv, " << ctx.in_ptr(0) << ", " << ctx.in_ptr(1) << ", "
@@ -415,6 +429,146 @@ std::string backend_code(const EmitContext& ctx, const ConvGeom& g, const std::s
   }
   os << "  return 0;\n"
      << "}\n";
+  return os.str();
+}
+
+// The channels-last layout (knob channels_last = 1, the conv_channels_last skill): cuDNN's engines for
+// NHWC tensors run fp32 convs in TF32 1.3-2.1x faster than for NCHW ones on the H200 (bench/NOTES.md,
+// run 6 probe), which is why torch.compile converts convs to channels-last. The program's tensors stay
+// NCHW: the input and the weight are transposed into scratch (ctx->workspace), cuDNN writes a
+// channels-last result there, and one pass transposes it back into the output, adding the bias and
+// computing the epilogue's chain (conv_epilogue) on the way, so the output is written once.
+// Both transposes go through 32x32 shared-memory tiles, so reads and writes are coalesced.
+struct ChannelsLastEpilogue {
+  PointwiseFunction chain;  // the chain's value at NCHW linear index i, seeded by the conv (plus bias)
+  std::string name;         // its device function
+  ir::DType out_dtype{};
+};
+
+// "" when the channels-last path can run this convolution, else why not.
+std::string channels_last_reason(const ConvGeom& g, ir::DType dt) {
+  if (dt != ir::DType::kFloat32 && dt != ir::DType::kFloat16 && dt != ir::DType::kBFloat16)
+    return "it is for float32, float16 and bfloat16 tensors";
+  if (g.sp < 1 || g.sp > 3) return "cuDNN's channels-last convs have 1 to 3 spatial dims";
+  if (std::max(g.cin, g.cout) > int64_t{65535} * 32) return "more channels than one grid dimension of tiles covers";
+  return "";
+}
+
+constexpr size_t kScratchAlign = 256;
+size_t round_up(size_t bytes) {
+  return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+// The bytes of scratch the channels-last copies take (input, weight, output, each rounded to 256).
+size_t channels_last_scratch(const EmitContext& ctx) {
+  return round_up(ctx.in_type(0).bytes()) + round_up(ctx.in_type(1).bytes()) + round_up(ctx.out_type().bytes());
+}
+
+const char* kToChannelsLast =
+    "// [B][C][S] -> [B][S][C] in 32x32 tiles through shared memory: reads along S, writes along C.\n"
+    "template <typename T>\n"
+    "__global__ void __launch_bounds__(256) kf_to_channels_last(const T* __restrict__ src, T* __restrict__ dst,\n"
+    "                                                           long long C, long long S, long long B) {\n"
+    "  __shared__ T tile[32][33];\n"
+    "  const long long s0 = (long long)blockIdx.x * 32, c0 = (long long)blockIdx.y * 32;\n"
+    "  for (long long b = blockIdx.z; b < B; b += gridDim.z) {\n"
+    "    const T* sb = src + b * C * S;\n"
+    "    T* db = dst + b * C * S;\n"
+    "    for (int j = threadIdx.y; j < 32; j += 8) {\n"
+    "      const long long c = c0 + j, s = s0 + threadIdx.x;\n"
+    "      if (c < C && s < S) tile[j][threadIdx.x] = sb[c * S + s];\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    for (int j = threadIdx.y; j < 32; j += 8) {\n"
+    "      const long long s = s0 + j, c = c0 + threadIdx.x;\n"
+    "      if (s < S && c < C) db[s * C + c] = tile[threadIdx.x][j];\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "}\n\n"
+    "// The launch of one transpose: tiles over S (x) and C (y), batches over z (at most 65535, looped).\n"
+    "template <typename T>\n"
+    "void kf_launch_to_channels_last(const T* src, T* dst, long long C, long long S, long long B, cudaStream_t s) {\n"
+    "  const dim3 grid((unsigned)((S + 31) / 32), (unsigned)((C + 31) / 32), (unsigned)(B < 65535 ? B : 65535));\n"
+    "  kf_to_channels_last<T><<<grid, dim3(32, 8), 0, s>>>(src, dst, C, S, B);\n"
+    "}\n";
+
+std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
+                               const ChannelsLastEpilogue* epi, int64_t& launches) {
+  const std::string name = ctx.kernel.name;
+  const std::string A = acc_type(ctx.out_type().dtype);
+  const ir::Shape& w = ctx.in_type(1).shape;
+  const int64_t s_in = prod(g.in_sp), s_out = g.spatial_out, s_w = prod(g.k_sp);
+  const size_t off_w = round_up(ctx.in_type(0).bytes());
+  const size_t off_y = off_w + round_up(ctx.in_type(1).bytes());
+  const size_t off_ws = off_y + round_up(ctx.out_type().bytes());
+  const std::string OT = epi != nullptr ? ctype(epi->out_dtype) : T;
+  std::ostringstream os;
+  os << "namespace {\n" << kconv_definition(ctx, g, true) << "\n" << kToChannelsLast << "\n";
+  if (epi != nullptr) os << epi->chain.code << "\n";
+  // The way back: [N][S][C] -> [N][C][S], bias and chain applied at the NCHW index.
+  os << "// The result back to NCHW (tiles: reads along C, writes along S)"
+     << (has_bias ? ", the bias added (rounded to the tensor's type, as torch's separate add)" : "")
+     << (epi != nullptr ? ", then the epilogue's chain" : "") << ".\n"
+     << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last(const " << T << "* __restrict__ ycl, "
+     << (has_bias ? "const " + T + "* __restrict__ bias, " : "")
+     << (epi != nullptr && !epi->chain.params.empty() ? epi->chain.params + ", " : "") << OT
+     << "* __restrict__ out) {\n"
+     << "  constexpr long long C = " << g.cout << "LL, S = " << s_out << "LL, N = " << g.n << "LL;\n"
+     << "  __shared__ " << T << " tile[32][33];\n"
+     << "  const long long s0 = (long long)blockIdx.x * 32, c0 = (long long)blockIdx.y * 32;\n"
+     << "  for (long long n = blockIdx.z; n < N; n += gridDim.z) {\n"
+     << "    for (int j = threadIdx.y; j < 32; j += 8) {\n"
+     << "      const long long s = s0 + j, c = c0 + threadIdx.x;\n"
+     << "      if (s < S && c < C) tile[j][threadIdx.x] = ycl[(n * S + s) * C + c];\n"
+     << "    }\n"
+     << "    __syncthreads();\n"
+     << "    for (int j = threadIdx.y; j < 32; j += 8) {\n"
+     << "      const long long c = c0 + j, s = s0 + threadIdx.x;\n"
+     << "      if (c < C && s < S) {\n"
+     << "        const long long i = (n * C + c) * S + s;\n"
+     << "        (void)i;\n"
+     << "        const " << T << " v = "
+     << (has_bias ? "(" + T + ")((" + A + ")tile[threadIdx.x][j] + (" + A + ")bias[c])" : "tile[threadIdx.x][j]")
+     << ";\n"
+     << "        out[i] = "
+     << (epi != nullptr ? epi->name + "(i, v" + (epi->chain.call_args.empty() ? "" : ", " + epi->chain.call_args) + ")"
+                        : "v")
+     << ";\n"
+     << "      }\n"
+     << "    }\n"
+     << "    __syncthreads();\n"
+     << "  }\n"
+     << "}\n"
+     << "}  // namespace\n\n"
+     << ctx.signature() << " {\n"
+     << "  // Scratch: the input, the weight and the result in channels-last order, then cuDNN's workspace.\n"
+     << "  if (ctx->workspace_bytes < " << off_ws << "ULL) return kf_fail(2, \"" << name
+     << ": the channels-last copies need " << off_ws << " bytes of scratch, %zu given\", ctx->workspace_bytes);\n"
+     << "  char* scratch = static_cast<char*>(ctx->workspace);\n"
+     << "  " << T << "* xcl = reinterpret_cast<" << T << "*>(scratch);\n"
+     << "  " << T << "* wcl = reinterpret_cast<" << T << "*>(scratch + " << off_w << "ULL);\n"
+     << "  " << T << "* ycl = reinterpret_cast<" << T << "*>(scratch + " << off_y << "ULL);\n"
+     << "  kf_launch_to_channels_last<" << T << ">(" << ctx.in_ptr(0) << ", xcl, " << g.cin << "LL, " << s_in << "LL, "
+     << g.n << "LL, ctx->stream);\n"
+     << "  KF_LAUNCHED();\n"
+     << "  kf_launch_to_channels_last<" << T << ">(" << ctx.in_ptr(1) << ", wcl, " << w[1] << "LL, " << s_w << "LL, "
+     << w[0] << "LL, ctx->stream);\n"
+     << "  KF_LAUNCHED();\n"
+     << "  KfContext conv_ctx = *ctx;\n"
+     << "  conv_ctx.workspace = scratch + " << off_ws << "ULL;\n"
+     << "  conv_ctx.workspace_bytes = ctx->workspace_bytes - " << off_ws << "ULL;\n"
+     << "  const int rc = kf_cudnn_conv(&conv_ctx, &kConv, xcl, wcl, ycl);\n"
+     << "  if (rc != 0) return rc;\n"
+     << "  const dim3 grid(" << (s_out + 31) / 32 << "u, " << (g.cout + 31) / 32 << "u, "
+     << std::min<int64_t>(g.n, 65535) << "u);\n"
+     << "  " << name << "_from_channels_last<<<grid, dim3(32, 8), 0, ctx->stream>>>(ycl, "
+     << (has_bias ? ctx.in_ptr(2) + ", " : "")
+     << (epi != nullptr && !epi->chain.host_args.empty() ? epi->chain.host_args + ", " : "") << ctx.out_ptr() << ");\n"
+     << "  KF_LAUNCHED();\n"
+     << "  return 0;\n"
+     << "}\n";
+  launches = 4;
   return os.str();
 }
 
@@ -604,9 +758,12 @@ std::string cudnn_code(const EmitContext& ctx, const ConvGeom& g, const std::str
 }
 
 // With leave_bias, the cuDNN paths skip their bias pass (the caller adds the bias in its epilogue)
-// and set *bias_left; the direct and depthwise kernels add it inside, as before.
+// and set *bias_left; the direct and depthwise kernels add it inside, as before. The knob
+// channels_last = 1 puts the cuDNN path (torch's engine) on channels-last copies; the pass back to NCHW
+// then also computes `epi` (when given) and sets *epilogue_fused. Other paths ignore the knob.
 StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, bool leave_bias = false,
-                                        bool* bias_left = nullptr) {
+                                        bool* bias_left = nullptr, const ChannelsLastEpilogue* epi = nullptr,
+                                        bool* epilogue_fused = nullptr) {
   const char* what = transpose ? "conv_transpose" : "conv";
   KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(ctx, transpose));
   const ir::DType dt = ctx.out_type().dtype;
@@ -629,6 +786,11 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
                             "fastest), not " +
                             std::to_string(engine));
   }
+  const int64_t channels_last = ctx.kernel.knob("channels_last", 0);
+  if (channels_last != 0 && channels_last != 1)
+    return invalid_argument(std::string(what) + ": the knob channels_last must be 0 or 1, not " +
+                            std::to_string(channels_last));
+  if (epilogue_fused != nullptr) *epilogue_fused = false;
   const std::string T = ctype(dt);
   const std::string A = acc_type(dt);
   const std::string headers = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
@@ -672,7 +834,18 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
   if (bias_left != nullptr) *bias_left = has_bias && leave_bias;
   const int64_t io_mb = static_cast<int64_t>(ctx.in_type(0).bytes() + ctx.out_type().bytes()) >> 20;
   int64_t launches = 0;
-  if (engine == kTorchEngine) {
+  if (engine == kTorchEngine && channels_last == 1) {
+    const std::string why_not = channels_last_reason(g, dt);
+    if (!why_not.empty())
+      return invalid_argument(std::string(what) + ": the knob channels_last = 1 cannot apply: " + why_not);
+    // The bias (and the epilogue) go into the pass back to NCHW.
+    if (bias_left != nullptr) *bias_left = false;
+    if (epilogue_fused != nullptr) *epilogue_fused = epi != nullptr;
+    src.workspace_bytes =
+        channels_last_scratch(ctx) +
+        (static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 256, 2048))) << 20);
+    src.code += channels_last_code(ctx, g, T, has_bias, epi, launches);
+  } else if (engine == kTorchEngine) {
     // Workspace: torch hands the heuristics' first engine whatever workspace it asks for, while
     // kf_cudnn_conv skips an engine whose workspace exceeds ours, and then no longer rounds like
     // torch. cuDNN's usual picks (implicit GEMM) need nothing to a few MiB; the engines that need
@@ -711,6 +884,26 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
   conv_kernel.name = ctx.kernel.name + "_conv";
   EmitContext conv_ctx(gr, ctx.sched, conv_kernel, ctx.buffers);
   conv_ctx.out_value = result;
+  if (ctx.kernel.knob("channels_last", 0) == 1) {
+    // Channels-last: the chain runs in the pass that brings the result back to NCHW (one write).
+    ChannelsLastEpilogue epi;
+    epi.name = ctx.kernel.name + "_chain";
+    epi.out_dtype = gr.type(result).dtype;
+    const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
+    KF_ASSIGN_OR_RETURN(epi.chain, pointwise_function(ctx, chain, epi.name, conv_out));
+    bool fused = false;
+    KF_ASSIGN_OR_RETURN(KernelSource src, emit_conv_family(conv_ctx, transpose, false, nullptr, &epi, &fused));
+    if (fused) {
+      std::string described;
+      for (int n : chain) described += "//   " + ir::describe(gr, gr.nodes()[static_cast<size_t>(n)]) + "\n";
+      src.name = ctx.kernel.name;
+      src.file_name = ctx.kernel.name + ".cu";
+      src.code += "\n// The epilogue (conv_epilogue skill), computed in " + conv_kernel.name +
+                  "'s pass back to NCHW:\n" + described + ctx.signature() + " {\n  return " + conv_kernel.name +
+                  "(ctx, bufs);\n}\n";
+      return src;
+    }
+  }
   bool bias_left = false;
   KF_ASSIGN_OR_RETURN(KernelSource src, emit_conv_family(conv_ctx, transpose, true, &bias_left));
   KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(conv_ctx, transpose));

@@ -375,14 +375,19 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
 }
 
 StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std::vector<int>& nodes,
-                                               const std::string& name) {
+                                               const std::string& name, ir::ValueIndex seed_value) {
   const ir::Graph& g = ctx.graph;
   for (int k : nodes) {
     if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(k)]))
       return internal_error(name + ": " + ir::describe(g, g.nodes()[static_cast<size_t>(k)]) + " is not pointwise");
   }
   std::vector<ir::ValueIndex> params, unused;
-  KF_ASSIGN_OR_RETURN(std::string body, chain_statements(g, nodes, {}, false, params, unused));
+  ChainSeed seed;
+  if (seed_value != ir::kNoValue) {
+    seed.value = seed_value;
+    seed.expr = "seed";
+  }
+  KF_ASSIGN_OR_RETURN(std::string body, chain_statements(g, nodes, seed, false, params, unused));
   const ir::ValueIndex result = g.nodes()[static_cast<size_t>(nodes.back())].output;
   PointwiseFunction f;
   std::string decl;
@@ -394,7 +399,9 @@ StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std
     f.host_args += sep + ctx.ptr(params[j], false);
   }
   f.params = decl;
-  f.code = "__device__ __forceinline__ " + ctype(g.type(result).dtype) + " " + name + "(long long i" +
+  const std::string seed_decl =
+      seed_value == ir::kNoValue ? "" : ", const " + ctype(g.type(seed_value).dtype) + " seed";
+  f.code = "__device__ __forceinline__ " + ctype(g.type(result).dtype) + " " + name + "(long long i" + seed_decl +
            (decl.empty() ? "" : ", " + decl) + ") {\n" + body + "    return r" + std::to_string(result) + ";\n}\n";
   return f;
 }

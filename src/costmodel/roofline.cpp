@@ -10,6 +10,13 @@ namespace kforge::costmodel {
 
 namespace {
 
+// cuDNN's TF32 convolutions on the H200 reach a fraction of the TF32 peak, lower for NCHW tensors
+// than for channels-last ones (the conv_channels_last skill): level2/1 (Conv2d 64->128, 3x3, batch
+// 128) runs at 111 and 182 TFLOP/s; the 15 probed convs' median channels-last speed-up is 1.47x
+// (bench/NOTES.md run 6, conv layout probe).
+constexpr double kConvRateNchw = 0.30;
+constexpr double kConvRateChannelsLast = 0.45;
+
 double prod(const ir::Shape& s, size_t from = 0) {
   double p = 1;
   for (size_t i = from; i < s.size(); ++i) p *= static_cast<double>(s[i]);
@@ -111,7 +118,21 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
       (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose" || k.strategy == "cublas_gemm")) {
     c.bytes += 2 * out_bytes;
   }
-  double compute = c.flops / (tensor_cores ? d.tf32_flops : d.fp32_flops);
+  // Convolutions on cuDNN at their engines' rate (kConvRate*); channels-last pays the transposes of
+  // input and weight, and of the output unless the pass back replaces the bias or epilogue pass.
+  double conv_rate = 1.0;
+  if (k.impl == schedule::Impl::kLibrary && (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose")) {
+    const ir::Node& conv = g.nodes()[static_cast<size_t>(k.nodes.front())];
+    if (k.knob("channels_last", 0) == 1 && conv.inputs.size() >= 2) {
+      const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != ir::kNoValue;
+      c.bytes += 2.0 * static_cast<double>(g.type(conv.inputs[0]).bytes() + g.type(conv.inputs[1]).bytes());
+      if (!has_bias && k.nodes.size() == 1) c.bytes += 2 * out_bytes;
+      conv_rate = kConvRateChannelsLast;
+    } else {
+      conv_rate = kConvRateNchw;
+    }
+  }
+  double compute = c.flops / ((tensor_cores ? d.tf32_flops : d.fp32_flops) * conv_rate);
   double memory = c.bytes / d.bytes_per_second;
   c.seconds = std::max(compute, memory) + d.launch_seconds;
   c.bound = std::max(compute, memory) < d.launch_seconds ? "launch" : (compute > memory ? "compute" : "memory");

@@ -9,7 +9,7 @@
 // heuristics mode, torch.backends.cudnn.benchmark = False):
 //  - one operation: CONVOLUTION_FORWARD for conv, CONVOLUTION_BACKWARD_DATA for conv_transpose
 //    (dx = the transposed conv's output, dy = its input, w unchanged); tensors x, y, w with unique
-//    ids 'x', 'y', 'w', packed strides, the data type of the tensors and the byte alignment of their
+//    ids 'x', 'y', 'w', packed strides (channels-last ones when the conv asks), the data type of the tensors and the byte alignment of their
 //    addresses (the largest power of two up to 32 that divides them); the convolution descriptor
 //    with compute type, cross-correlation, pre- and post-padding, strides and dilations, and no math
 //    type nor group count (cuDNN derives the groups from the channel counts); alpha 1, beta 0 (float,
@@ -172,12 +172,23 @@ class Descs {
 };
 
 // A non-virtual tensor with packed strides (torch's fixSizeOneDimStride gives size-1 dims the packed
-// stride too).
+// stride too); with conv->channels_last, packed in the order N, spatial..., C (dim 1 innermost), as
+// torch describes a channels-last tensor (its filter too: K, spatial..., C).
 int make_tensor(const KfCudnnConv* conv, Descs& ds, int64_t uid, const int64_t* dims, int64_t align, Desc* t) {
   const int nb = conv->nb_dims;
   int64_t strides[5];
-  strides[nb - 1] = 1;
-  for (int i = nb - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+  if (conv->channels_last != 0) {
+    strides[1] = 1;
+    int64_t step = dims[1];
+    for (int i = nb - 1; i >= 2; --i) {
+      strides[i] = step;
+      step *= dims[i];
+    }
+    strides[0] = step;
+  } else {
+    strides[nb - 1] = 1;
+    for (int i = nb - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+  }
   const cudnnDataType_t type = static_cast<cudnnDataType_t>(conv->data_type);
   KF_BACKEND_CALL(ds.create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, t));
   KF_BACKEND_CALL(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));

@@ -38,6 +38,8 @@ struct KfCudnnConv {
   int64_t pad[3];         // per spatial dim, both sides
   int64_t stride[3];
   int64_t dilation[3];
+  int channels_last;      // 1: in, w and out in channels-last order (NHWC, NDHWC; the filter K, spatial, C),
+                          // as torch runs a conv whose tensors are channels-last (torch.compile's choice)
 };
 // Runs `conv` on ctx->stream with ctx->workspace (or, for a plan that needs more, a per-device buffer
 // that grows on demand, as torch allocates one). The first call per device and operand alignments

@@ -1,0 +1,82 @@
+// conv_channels_last: legality, profitability and the knob.
+#include "skills/conv_channels_last.h"
+
+#include "skills/precision.h"
+
+namespace kforge::skills {
+
+namespace {
+
+double prod_from(const ir::Shape& s, size_t from) {
+  double p = 1;
+  for (size_t i = from; i < s.size(); ++i) p *= static_cast<double>(s[i]);
+  return p;
+}
+
+// Why kernel k cannot run its convolution channels-last ("" when it can and it pays).
+std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
+  if (k.impl != schedule::Impl::kLibrary || (k.strategy != "cudnn_conv" && k.strategy != "cudnn_conv_transpose"))
+    return "not a cuDNN convolution kernel";
+  if (k.knob("channels_last", 0) != 0) return "already channels-last";
+  if (k.knob("engine", 0) != 0 || k.knob("direct", 0) != 0) return "the knob engine or direct is set";
+  if (s.tolerance < kTf32MinTolerance) return "the tolerance is below what another TF32 engine's rounding needs";
+  if (s.precision == "3xtf32") return "precision 3xtf32 asks for exact fp32";
+  const ir::Node& conv = g.nodes()[static_cast<size_t>(k.nodes.front())];
+  const auto family = ir::op_info(conv.op).family;
+  const bool transpose = family == ir::OpFamily::kConvTranspose;
+  if (family != ir::OpFamily::kConv && !transpose) return "its first node is not a convolution";
+  const ir::TensorType& x = g.type(conv.inputs[0]);
+  const ir::TensorType& w = g.type(conv.inputs[1]);
+  const ir::TensorType& y = g.type(conv.output);
+  if (y.dtype != ir::DType::kFloat32 || x.dtype != ir::DType::kFloat32) return "not float32";
+  if (conv.attrs.i("groups") != 1) return "grouped";
+  const size_t sp = x.shape.size() >= 2 ? x.shape.size() - 2 : 0;
+  if (sp < 1 || sp > 3) return "not 1 to 3 spatial dims";
+  if (x.numel() == 0 || y.numel() == 0) return "empty";
+  if (transpose) {
+    const auto opad = conv.attrs.ints("output_padding");
+    const auto stride = conv.attrs.ints("stride");
+    for (size_t i = 0; i < opad.size() && i < stride.size(); ++i) {
+      if (opad[i] >= stride[i]) return "output_padding >= stride (no cuDNN path)";
+    }
+  }
+  const double scratch = static_cast<double>(x.bytes() + w.bytes() + y.bytes());
+  if (scratch > static_cast<double>(kMaxChannelsLastScratch)) return "the channels-last copies would exceed 8 GiB";
+  // FLOPs: 2 * output * (C_in/groups * window) for conv, 2 * input * (C_out/groups * window) transposed.
+  const double flops = 2.0 * static_cast<double>(transpose ? x.numel() : y.numel()) * prod_from(w.shape, 1);
+  const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != ir::kNoValue;
+  // The pass back replaces the bias pass or the epilogue's in-place pass; otherwise it is extra.
+  const bool pass_replaced = has_bias || k.nodes.size() > 1;
+  const double extra =
+      2.0 * static_cast<double>(x.bytes() + w.bytes()) + (pass_replaced ? 0.0 : 2.0 * static_cast<double>(y.bytes()));
+  if (flops < kMinFlopsPerExtraByte * extra) return "too few FLOPs per byte the transposes add to pay for them";
+  return "";
+}
+
+}  // namespace
+
+std::vector<Site> conv_channels_last_sites(const ir::Graph& g, const schedule::Schedule& s) {
+  std::vector<Site> out;
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    if (!illegal(g, s, s.kernels[k]).empty()) continue;
+    Site site;
+    site.kernels = {static_cast<int>(k)};
+    site.what = "run " + s.kernels[k].name + "'s convolution on channels-last copies";
+    out.push_back(std::move(site));
+  }
+  return out;
+}
+
+StatusOr<schedule::Schedule> conv_channels_last(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
+  if (site.kernels.size() != 1 || site.kernels[0] < 0 || site.kernels[0] >= static_cast<int>(s.kernels.size()))
+    return invalid_argument("conv_channels_last takes a site of one kernel of the schedule");
+  const auto& k = s.kernels[static_cast<size_t>(site.kernels[0])];
+  if (std::string why = illegal(g, s, k); !why.empty())
+    return invalid_argument("conv_channels_last: " + k.name + ": " + why);
+  schedule::Schedule out = s;
+  out.kernels[static_cast<size_t>(site.kernels[0])].knobs["channels_last"] = 1;
+  out.applied.push_back("conv_channels_last: " + site.what);
+  return out;
+}
+
+}  // namespace kforge::skills

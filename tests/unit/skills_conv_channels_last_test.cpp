@@ -1,0 +1,165 @@
+// conv_channels_last: where it is legal and where it pays, the knob it sets, the code it leads to
+// (input and weight transposed into scratch, cuDNN on channels-last tensors, one tiled pass back that
+// adds the bias and computes the epilogue), the cost model's view, and nvcc builds. The numerics are
+// checked against torch on the GPU machine (tests/gpu/test_conv_channels_last.py and every level-2
+// conv problem the bench verifies).
+#include <gtest/gtest.h>
+
+#include "codegen/program.h"
+#include "costmodel/roofline.h"
+#include "skills/conv_channels_last.h"
+#include "skills/conv_epilogue.h"
+#include "skills/planner.h"
+#include "test_util.h"
+
+namespace kforge::skills {
+namespace {
+
+using kforge::testing::graph_from_text;
+
+bool has(const std::string& code, const std::string& s) {
+  return code.find(s) != std::string::npos;
+}
+
+// x [8, cin, 32, 32] -> conv (w [64, cin, k, k], bias?, groups) -> c [8, 64, 33 - k, 33 - k] -> relu
+// -> y (`relu` false: c is the output); transposed: w [cin, 64, k, k], c [8, 64, 31 + k, 31 + k].
+std::string conv_graph(int cin, bool bias, int groups, bool relu, bool transpose = false, int k = 3) {
+  const std::string ks = std::to_string(k);
+  const std::string side = std::to_string(transpose ? 31 + k : 33 - k);
+  const std::string b =
+      bias ? R"(, {"id": "b", "path": "conv.bias", "kind": "parameter", "shape": [64], "dtype": "float32"})" : "";
+  const std::string w_shape =
+      transpose ? "[" + std::to_string(cin) + ", " + std::to_string(64 / groups) + ", " + ks + ", " + ks + "]"
+                : "[64, " + std::to_string(cin / groups) + ", " + ks + ", " + ks + "]";
+  const std::string op = transpose ? "conv_transpose" : "conv";
+  const std::string out = "[8, 64, " + side + ", " + side + "]";
+  const std::string extra = transpose ? R"(, "output_padding": [0, 0])" : "";
+  return R"({"format": "kforge.graph/1", "name": "cl",
+    "inputs": [{"id": "x", "name": "x", "shape": [8, )" +
+         std::to_string(cin) + R"(, 32, 32], "dtype": "float32"}],
+    "params": [{"id": "w", "path": "conv.weight", "kind": "parameter", "shape": )" +
+         w_shape + R"(, "dtype": "float32"})" + b + R"(],
+    "nodes": [
+      {"id": "c", "op": ")" +
+         op + R"(", "inputs": ["x", "w")" + (bias ? ", \"b\"" : "") +
+         R"(],
+       "attrs": {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": )" +
+         std::to_string(groups) + extra + R"(},
+       "shape": )" +
+         out + R"(, "dtype": "float32"})" +
+         (relu ? R"(,
+      {"id": "y", "op": "relu", "inputs": ["c"], "attrs": {}, "shape": )" +
+                     out + R"(, "dtype": "float32"}],
+    "outputs": ["y"]})"
+               : R"(],
+    "outputs": ["c"]})");
+}
+
+schedule::Schedule first(const ir::Graph& g, double tolerance) {
+  schedule::PlanOptions o;
+  o.tolerance = tolerance;
+  return schedule::plan_one_kernel_per_op(g, o);
+}
+
+TEST(ConvChannelsLast, OnlyWhereTheToleranceAllowsAnotherEngineAndItPays) {
+  ir::Graph g = graph_from_text(conv_graph(64, true, 1, true));
+  // 2 * 8*64*30*30 * 576 FLOPs against 2 * (input + weight) bytes: ~118 FLOPs per byte.
+  auto sites = conv_channels_last_sites(g, first(g, 1e-2));
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].kernels, std::vector<int>{0});
+  // kernelbench's 1e-4 does not absorb another TF32 engine's rounding.
+  EXPECT_TRUE(conv_channels_last_sites(g, first(g, 1e-4)).empty());
+  auto bad = conv_channels_last(g, first(g, 1e-4), Site{{0}, {}, ""});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_TRUE(has(bad.status().message(), "tolerance")) << bad.status().message();
+  // A 1x1 conv: 16 FLOPs per byte of transposes, not worth them.
+  ir::Graph pointwise = graph_from_text(conv_graph(64, true, 1, true, false, 1));
+  EXPECT_TRUE(conv_channels_last_sites(pointwise, first(pointwise, 1e-2)).empty());
+  // Grouped convs stay NCHW; so does a relu kernel (not a conv).
+  ir::Graph grouped = graph_from_text(conv_graph(64, true, 2, true));
+  EXPECT_TRUE(conv_channels_last_sites(grouped, first(grouped, 1e-2)).empty());
+  EXPECT_FALSE(conv_channels_last(g, first(g, 1e-2), Site{{1}, {}, ""}).is_ok());
+  // Once applied, no longer a site; applying again is refused.
+  auto s = conv_channels_last(g, first(g, 1e-2), sites[0]);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
+  EXPECT_TRUE(conv_channels_last_sites(g, s.value()).empty());
+  EXPECT_FALSE(conv_channels_last(g, s.value(), sites[0]).is_ok());
+}
+
+TEST(ConvChannelsLast, WithoutBiasOrEpilogueTheOutputTransposeMustPayToo) {
+  // A 2x2 window, no bias, no chain: the pass back is extra (2 * 8*64*31*31*4 bytes more), ~30 FLOPs
+  // per byte.
+  ir::Graph g = graph_from_text(conv_graph(64, false, 1, false, false, 2));
+  EXPECT_TRUE(conv_channels_last_sites(g, first(g, 1e-2)).empty());
+  // With a bias, the pass back replaces the bias pass: ~58 FLOPs per byte of input and weight.
+  ir::Graph b = graph_from_text(conv_graph(64, true, 1, false, false, 2));
+  EXPECT_EQ(conv_channels_last_sites(b, first(b, 1e-2)).size(), 1u);
+}
+
+TEST(ConvChannelsLast, TheEpilogueRunsInThePassBackAndItBuilds) {
+  ir::Graph g = graph_from_text(conv_graph(64, true, 1, true));
+  DefaultPlanOptions o;
+  o.base.tolerance = 1e-2;
+  auto s = plan_default(g, o);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  ASSERT_EQ(s->kernels.size(), 1u);
+  EXPECT_TRUE(is_conv_epilogue(g, s->kernels[0]));
+  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
+  auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(p->kernels.size(), 1u);
+  const std::string& code = p->kernels[0].code;
+  // cuDNN sees channels-last tensors; input and weight are transposed into scratch first.
+  EXPECT_TRUE(has(code, "    1,  // channels_last\n")) << code;
+  EXPECT_TRUE(has(code, "kf_launch_to_channels_last<float>(((const float*)bufs[0]), xcl, 64LL, 1024LL, 8LL,")) << code;
+  EXPECT_TRUE(has(code, "kf_launch_to_channels_last<float>(((const float*)bufs[1]), wcl, 64LL, 9LL, 64LL,")) << code;
+  EXPECT_TRUE(has(code, "kf_cudnn_conv(&conv_ctx, &kConv, xcl, wcl, ycl);")) << code;
+  // One pass back: the bias of the channel, then the relu, written at the NCHW index; no other pass.
+  EXPECT_TRUE(has(code, "constexpr long long C = 64LL, S = 900LL, N = 8LL;")) << code;
+  EXPECT_TRUE(has(code, "const float v = (float)((float)tile[threadIdx.x][j] + (float)bias[c]);")) << code;
+  EXPECT_TRUE(has(code, "out[i] = k0_conv_chain(i, v);")) << code;
+  EXPECT_FALSE(has(code, "_epilogue<<<")) << code;
+  EXPECT_FALSE(has(code, "_bias<<<")) << code;
+  // Scratch: input, weight and output copies (each rounded to 256 bytes), then cuDNN's workspace.
+  const size_t copies = 8 * 64 * 1024 * 4 + 147456 + 8 * 64 * 900 * 4;
+  EXPECT_TRUE(has(code, "ctx->workspace_bytes < " + std::to_string(copies) + "ULL")) << code;
+  EXPECT_GE(p->buffers.workspace_bytes, copies + (size_t{256} << 20));
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-channels-last-build");
+}
+
+TEST(ConvChannelsLast, TransposedConvBuildsAndTheCostModelPrefersIt) {
+  ir::Graph g = graph_from_text(conv_graph(64, true, 1, true, true));
+  DefaultPlanOptions o;
+  o.base.tolerance = 1e-2;
+  auto with = plan_default(g, o);
+  ASSERT_TRUE(with.is_ok()) << with.status().message();
+  ASSERT_EQ(with->kernels[0].knob("channels_last", 0), 1);
+  o.disabled = {"conv_channels_last"};
+  auto without = plan_default(g, o);
+  ASSERT_TRUE(without.is_ok());
+  EXPECT_EQ(without->kernels[0].knob("channels_last", 0), 0);
+  // NCHW engines at 0.30 of the TF32 peak, channels-last ones at 0.45; the transposes add 2 * (input +
+  // weight) bytes, and the model predicts the gain.
+  const auto c_with = costmodel::program_cost(g, with.value());
+  const auto c_without = costmodel::program_cost(g, without.value());
+  EXPECT_DOUBLE_EQ(c_with.kernels[0].bytes - c_without.kernels[0].bytes, 2.0 * (8 * 64 * 1024 * 4 + 147456));
+  EXPECT_DOUBLE_EQ(c_with.kernels[0].flops, c_without.kernels[0].flops);
+  EXPECT_LT(c_with.seconds, c_without.seconds);
+  auto p = codegen::emit_program(g, with.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_TRUE(has(p->kernels[0].code, "    1,  // backward_data")) << p->kernels[0].code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-transpose-channels-last-build");
+}
+
+TEST(ConvChannelsLast, TheKnobIsCheckedByTheEmitter) {
+  ir::Graph g = graph_from_text(conv_graph(64, true, 1, false));
+  auto s = first(g, 1e-2);
+  s.kernels[0].knobs["channels_last"] = 2;
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_TRUE(has(p.status().message(), "channels_last must be 0 or 1")) << p.status().message();
+}
+
+}  // namespace
+}  // namespace kforge::skills
