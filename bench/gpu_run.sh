@@ -13,6 +13,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .gpu/kforge ] || { echo "gpu_run: no .gpu/kforge: run bench/prepare_gpu_batch.sh here and carry .gpu" >&2; exit 2; }
+# The cache travels compressed (the carry limit is 64 MiB); unpacked once per machine.
+if [ -f .gpu/cache.tgz ] && [ ! -d .gpu/cache ]; then tar xzf .gpu/cache.tgz -C .gpu; fi
 [ $# -gt 0 ] || { echo "gpu_run: name the parts to run: tests, cuda-agent, kernelbench, threats, probe" >&2; exit 2; }
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

@@ -2,7 +2,7 @@
 # Stages in .gpu/ (ignored by git, carried with a device call) what bench/gpu_run.sh needs there:
 #   .gpu/kforge     this tree's kforge, stripped (it needs only libstdc++: runs on the GPU machine)
 #   .gpu/kb/        the shared KernelBench problems (the GPU machine has no ../shared)
-#   .gpu/cache/     the build cache, warmed by building every problem here under both protocols
+#   .gpu/cache.tgz  the build cache, warmed by building every problem here under both protocols
 #                   (same nvcc 13.0 there: the device call finds the objects and libraries built)
 #   .gpu/COMMIT     the commit (and +dirty) the binary was built from
 # Then: device run with carry [".gpu"] and command `bash bench/gpu_run.sh`.
@@ -42,4 +42,6 @@ python3 bench/prune_cache.py .gpu/cache "$copied"
 find .gpu/cache/obj -name '*.o' -delete
 # Host symbol tables are not needed to load them (dlopen uses the dynamic ones): ~10 % smaller.
 strip --strip-unneeded .gpu/cache/lib/*.so
+# Compressed for the trip (the carry limit is 64 MiB; ~3.5x smaller); gpu_run.sh unpacks it there.
+tar czf .gpu/cache.tgz -C .gpu cache && rm -rf .gpu/cache
 echo "staged .gpu/ ($(du -sh .gpu | cut -f1)) for commit $commit"
