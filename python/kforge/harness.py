@@ -155,7 +155,8 @@ def verify(ref_mod, cand_mod, protocol, device, seeds=None):
 class StreamWatch:
     """While active, counts the CUDA streams code makes (torch.cuda.Stream) or switches to
     (torch.cuda.stream, torch.cuda.set_stream) other than the one current when it started: work
-    there is off the timed stream. Used around the candidate's timed calls only (the reference and
+    there is off the timed stream. (A Stream object for the timed stream itself, as
+    torch.cuda.current_stream() makes one on every call, does not count.) Used around the candidate's timed calls only (the reference and
     torch.compile are trusted). A second layer behind the static checks, which forbid streams in
     candidate source; CUDA code making streams is refused at build by the CUDA static checks."""
 
@@ -171,9 +172,13 @@ class StreamWatch:
         original_stream_cls, original_stream_ctx, original_set_stream = self.saved
 
         class WatchedStream(original_stream_cls):
+            # torch.cuda.current_stream() builds its result through this same name (a Stream for the
+            # current stream's id): only a stream other than the timed one counts.
             def __new__(cls, *args, **kwargs):
-                watch.count += 1
-                return original_stream_cls.__new__(original_stream_cls, *args, **kwargs)
+                made = original_stream_cls.__new__(original_stream_cls, *args, **kwargs)
+                if made != watch.home:
+                    watch.count += 1
+                return made
 
         def stream(s):
             if s is not None and s != watch.home:
@@ -325,6 +330,7 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
 
 def run_candidate(result, ref_mod, cand_mod, protocol, device, do_verify, do_precompile, do_profile, trials):
     """Verification, then (when it passed) the precompile and the timing; fills and returns result."""
+    import torch
     try:
         if do_verify:
             result.update(verify(ref_mod, cand_mod, protocol, device))

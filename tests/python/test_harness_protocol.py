@@ -26,3 +26,89 @@ def test_candidate_output_goes_to_stderr_and_answers_to_the_private_channel():
     assert len(lines) == 1, r.stdout
     assert json.loads(lines[0])["outcome"] == "wrong_answer"
     assert '"t_candidate": 1e-9' in r.stderr and "fd 1" in r.stderr
+
+
+class _FakeCuda:
+    """torch.cuda's stream API as the harness's StreamWatch sees it: Stream objects compare by the
+    stream they name, and current_stream() builds one through the module's `Stream` name on every
+    call (as torch/cuda/__init__.py does), so it meets a watch's replacement of that name."""
+
+    def __init__(self):
+        cuda = self
+        self.current = 0
+        self.next_id = 1
+
+        class Stream:
+            def __new__(cls, stream_id=None):
+                s = object.__new__(Stream)
+                if stream_id is None:
+                    stream_id, cuda.next_id = cuda.next_id, cuda.next_id + 1
+                s.id = stream_id
+                return s
+
+            def __eq__(self, other):
+                return isinstance(other, Stream) and other.id == self.id
+
+            def __hash__(self):
+                return self.id
+
+        self.Stream = Stream
+
+    def current_stream(self):
+        return self.Stream(stream_id=self.current)
+
+    def stream(self, s):
+        return s
+
+    def set_stream(self, s):
+        self.current = s.id
+
+
+class _FakeTorch:
+    def __init__(self):
+        self.cuda = _FakeCuda()
+
+
+def _harness():
+    sys.path.insert(0, PY)
+    import kforge.harness as h
+    return h
+
+
+def test_the_stream_watch_counts_other_streams_not_the_timed_one():
+    h = _harness()
+    torch = _FakeTorch()
+    watch = h.StreamWatch(torch)
+    with watch:
+        for _ in range(3):
+            torch.cuda.current_stream()  # what every generated ModelNew.forward does
+        torch.cuda.stream(torch.cuda.current_stream())
+    assert watch.count == 0
+    with watch:
+        side = torch.cuda.Stream()  # a new stream
+        torch.cuda.stream(side)
+    assert watch.count == 2
+    # Outside the watch nothing counts, and the real names are back.
+    torch.cuda.Stream()
+    assert watch.count == 2 and torch.cuda.Stream.__name__ == "Stream"
+
+
+def test_an_exception_in_verification_is_a_runtime_fault_not_a_harness_error():
+    h = _harness()
+    try:
+        import torch  # noqa: F401  (run_candidate names torch.cuda.OutOfMemoryError)
+    except ImportError:
+        import pytest
+        pytest.skip("needs torch")
+
+    def failing_verify(*args, **kwargs):
+        raise RuntimeError("the candidate raised")
+
+    saved = h.verify
+    h.verify = failing_verify
+    try:
+        res = h.run_candidate({}, None, None, "cuda-agent", "cpu", True, False, False, 1)
+    finally:
+        h.verify = saved
+    assert res["outcome"] == "runtime_fault"
+    assert res["message"] == "RuntimeError: the candidate raised"

@@ -21,29 +21,37 @@ bool has(const std::string& code, const std::string& s) {
   return code.find(s) != std::string::npos;
 }
 
-// x [8, cin, 32, 32] -> conv (w [64, cin, k, k], bias?, groups) -> c [8, 64, 33 - k, 33 - k] -> relu
-// -> y (`relu` false: c is the output); transposed: w [cin, 64, k, k], c [8, 64, 31 + k, 31 + k].
-std::string conv_graph(int cin, bool bias, int groups, bool relu, bool transpose = false, int k = 3) {
-  const std::string ks = std::to_string(k);
-  const std::string side = std::to_string(transpose ? 31 + k : 33 - k);
+// x [n, cin, side...] (`sp` spatial dims) -> conv (w [64, cin / groups, k...], bias?, groups) -> c
+// [n, 64, side - k + 1...] -> relu -> y (`relu` false: c is the output); transposed: w [cin, 64 /
+// groups, k...], c [n, 64, side + k - 1...]. 2-d: n 8, side 32; 3-d: n 4, side 12.
+std::string conv_graph(int cin, bool bias, int groups, bool relu, bool transpose = false, int k = 3, int sp = 2) {
+  const int n = sp == 3 ? 4 : 8, side = sp == 3 ? 12 : 32;
+  auto dims = [&](int lead0, int lead1, int each) {
+    std::string d = "[" + std::to_string(lead0) + ", " + std::to_string(lead1);
+    for (int i = 0; i < sp; ++i) d += ", " + std::to_string(each);
+    return d + "]";
+  };
+  auto ones = [&](int v) {
+    std::string d = "[" + std::to_string(v);
+    for (int i = 1; i < sp; ++i) d += ", " + std::to_string(v);
+    return d + "]";
+  };
   const std::string b =
       bias ? R"(, {"id": "b", "path": "conv.bias", "kind": "parameter", "shape": [64], "dtype": "float32"})" : "";
-  const std::string w_shape =
-      transpose ? "[" + std::to_string(cin) + ", " + std::to_string(64 / groups) + ", " + ks + ", " + ks + "]"
-                : "[64, " + std::to_string(cin / groups) + ", " + ks + ", " + ks + "]";
+  const std::string w_shape = transpose ? dims(cin, 64 / groups, k) : dims(64, cin / groups, k);
   const std::string op = transpose ? "conv_transpose" : "conv";
-  const std::string out = "[8, 64, " + side + ", " + side + "]";
-  const std::string extra = transpose ? R"(, "output_padding": [0, 0])" : "";
+  const std::string out = dims(n, 64, transpose ? side + k - 1 : side - k + 1);
+  const std::string extra = transpose ? R"(, "output_padding": )" + ones(0) : "";
   return R"({"format": "kforge.graph/1", "name": "cl",
-    "inputs": [{"id": "x", "name": "x", "shape": [8, )" +
-         std::to_string(cin) + R"(, 32, 32], "dtype": "float32"}],
+    "inputs": [{"id": "x", "name": "x", "shape": )" +
+         dims(n, cin, side) + R"(, "dtype": "float32"}],
     "params": [{"id": "w", "path": "conv.weight", "kind": "parameter", "shape": )" +
          w_shape + R"(, "dtype": "float32"})" + b + R"(],
     "nodes": [
       {"id": "c", "op": ")" +
-         op + R"(", "inputs": ["x", "w")" + (bias ? ", \"b\"" : "") +
-         R"(],
-       "attrs": {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": )" +
+         op + R"(", "inputs": ["x", "w")" + (bias ? ", \"b\"" : "") + R"(],
+       "attrs": {"stride": )" +
+         ones(1) + R"(, "padding": )" + ones(0) + R"(, "dilation": )" + ones(1) + R"(, "groups": )" +
          std::to_string(groups) + extra + R"(},
        "shape": )" +
          out + R"(, "dtype": "float32"})" +
@@ -55,6 +63,10 @@ std::string conv_graph(int cin, bool bias, int groups, bool relu, bool transpose
     "outputs": ["c"]})");
 }
 
+std::string conv3d_graph(int cin, bool bias, bool relu, bool transpose = false, int k = 3) {
+  return conv_graph(cin, bias, 1, relu, transpose, k, 3);
+}
+
 schedule::Schedule first(const ir::Graph& g, double tolerance) {
   schedule::PlanOptions o;
   o.tolerance = tolerance;
@@ -62,8 +74,8 @@ schedule::Schedule first(const ir::Graph& g, double tolerance) {
 }
 
 TEST(ConvChannelsLast, OnlyWhereTheToleranceAllowsAnotherEngineAndItPays) {
-  ir::Graph g = graph_from_text(conv_graph(64, true, 1, true));
-  // 2 * 8*64*30*30 * 576 FLOPs against 2 * (input + weight) bytes: ~118 FLOPs per byte.
+  ir::Graph g = graph_from_text(conv3d_graph(32, true, true));
+  // 2 * 4*64*10^3 * 864 FLOPs against 2 * (input + weight) bytes: ~200 FLOPs per byte.
   auto sites = conv_channels_last_sites(g, first(g, 1e-2));
   ASSERT_EQ(sites.size(), 1u);
   EXPECT_EQ(sites[0].kernels, std::vector<int>{0});
@@ -72,11 +84,17 @@ TEST(ConvChannelsLast, OnlyWhereTheToleranceAllowsAnotherEngineAndItPays) {
   auto bad = conv_channels_last(g, first(g, 1e-4), Site{{0}, {}, ""});
   ASSERT_FALSE(bad.is_ok());
   EXPECT_TRUE(has(bad.status().message(), "tolerance")) << bad.status().message();
-  // A 1x1 conv: 16 FLOPs per byte of transposes, not worth them.
-  ir::Graph pointwise = graph_from_text(conv_graph(64, true, 1, true, false, 1));
+  // A 1x1x1 conv: 16 FLOPs per byte of transposes, not worth them.
+  ir::Graph pointwise = graph_from_text(conv3d_graph(32, true, true, false, 1));
   EXPECT_TRUE(conv_channels_last_sites(pointwise, first(pointwise, 1e-2)).empty());
-  // Grouped convs stay NCHW; so does a relu kernel (not a conv).
-  ir::Graph grouped = graph_from_text(conv_graph(64, true, 2, true));
+  // 2-d convs stay NCHW (measured no faster channels-last), whatever their FLOPs per byte (~118 here).
+  ir::Graph two_d = graph_from_text(conv_graph(64, true, 1, true));
+  EXPECT_TRUE(conv_channels_last_sites(two_d, first(two_d, 1e-2)).empty());
+  auto refused = conv_channels_last(two_d, first(two_d, 1e-2), Site{{0}, {}, ""});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_TRUE(has(refused.status().message(), "not a 3-d convolution")) << refused.status().message();
+  // Grouped convs stay NCHW; a relu kernel is not a conv.
+  ir::Graph grouped = graph_from_text(conv_graph(32, true, 2, true, false, 3, 3));
   EXPECT_TRUE(conv_channels_last_sites(grouped, first(grouped, 1e-2)).empty());
   EXPECT_FALSE(conv_channels_last(g, first(g, 1e-2), Site{{1}, {}, ""}).is_ok());
   // Once applied, no longer a site; applying again is refused.
@@ -88,16 +106,17 @@ TEST(ConvChannelsLast, OnlyWhereTheToleranceAllowsAnotherEngineAndItPays) {
 }
 
 TEST(ConvChannelsLast, WithoutBiasOrEpilogueTheOutputTransposeMustPayToo) {
-  // A 2x2 window, no bias, no chain: the pass back is extra (2 * 8*64*31*31*4 bytes more), ~30 FLOPs
+  // A 2x2x2 window, no bias, no chain: the pass back is extra (2 * 4*64*11^3*4 bytes more), ~38 FLOPs
   // per byte.
-  ir::Graph g = graph_from_text(conv_graph(64, false, 1, false, false, 2));
+  ir::Graph g = graph_from_text(conv3d_graph(32, false, false, false, 2));
   EXPECT_TRUE(conv_channels_last_sites(g, first(g, 1e-2)).empty());
-  // With a bias, the pass back replaces the bias pass: ~58 FLOPs per byte of input and weight.
-  ir::Graph b = graph_from_text(conv_graph(64, true, 1, false, false, 2));
+  // With a bias, the pass back replaces the bias pass: ~91 FLOPs per byte of input and weight.
+  ir::Graph b = graph_from_text(conv3d_graph(32, true, false, false, 2));
   EXPECT_EQ(conv_channels_last_sites(b, first(b, 1e-2)).size(), 1u);
 }
 
 TEST(ConvChannelsLast, TheEpilogueRunsInThePassBackAndItBuilds) {
+  // A 2-d conv: the skill leaves it NCHW, the codegen knob runs it channels-last all the same.
   ir::Graph g = graph_from_text(conv_graph(64, true, 1, true));
   DefaultPlanOptions o;
   o.base.tolerance = 1e-2;
@@ -105,7 +124,8 @@ TEST(ConvChannelsLast, TheEpilogueRunsInThePassBackAndItBuilds) {
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   ASSERT_EQ(s->kernels.size(), 1u);
   EXPECT_TRUE(is_conv_epilogue(g, s->kernels[0]));
-  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
+  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 0);
+  s->kernels[0].knobs["channels_last"] = 1;
   auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   ASSERT_EQ(p->kernels.size(), 1u);
@@ -129,7 +149,7 @@ TEST(ConvChannelsLast, TheEpilogueRunsInThePassBackAndItBuilds) {
 }
 
 TEST(ConvChannelsLast, TransposedConvBuildsAndTheCostModelPrefersIt) {
-  ir::Graph g = graph_from_text(conv_graph(64, true, 1, true, true));
+  ir::Graph g = graph_from_text(conv3d_graph(32, true, true, true));
   DefaultPlanOptions o;
   o.base.tolerance = 1e-2;
   auto with = plan_default(g, o);
@@ -143,7 +163,7 @@ TEST(ConvChannelsLast, TransposedConvBuildsAndTheCostModelPrefersIt) {
   // weight) bytes, and the model predicts the gain.
   const auto c_with = costmodel::program_cost(g, with.value());
   const auto c_without = costmodel::program_cost(g, without.value());
-  EXPECT_DOUBLE_EQ(c_with.kernels[0].bytes - c_without.kernels[0].bytes, 2.0 * (8 * 64 * 1024 * 4 + 147456));
+  EXPECT_DOUBLE_EQ(c_with.kernels[0].bytes - c_without.kernels[0].bytes, 2.0 * (4 * 32 * 1728 * 4 + 221184));
   EXPECT_DOUBLE_EQ(c_with.kernels[0].flops, c_without.kernels[0].flops);
   EXPECT_LT(c_with.seconds, c_without.seconds);
   auto p = codegen::emit_program(g, with.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
