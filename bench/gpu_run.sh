@@ -6,6 +6,9 @@
 #   bench/gpu_run.sh kernelbench probe    all 150 verified under kernelbench (--time-limit 240 s), then
 #                                         the cuDNN engine probe of failing convs (conv_engine_probe.py)
 #   bench/gpu_run.sh threats              every threat fixture through the GPU harness (selftest --gpu)
+#   bench/gpu_run.sh cuda-agent kernels   with PROFILE="level2/1_Conv2D_ReLU_BiasAdd ..." (and BENCH_EXTRA
+#                                         "--only ..." to build just those): per-kernel device times of
+#                                         candidate, eager and compile (bench/kernel_profile.py)
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
 # LEVELS="level2" benches only the levels named (default: all of .gpu/kb); BENCH_EXTRA adds bench
 # options (e.g. "--only 1_Conv2D_ReLU_BiasAdd --disable-skill cudnn_fastest_engine").
@@ -63,7 +66,13 @@ for part in "$@"; do
       timeout 150 $KFORGE_PYTHON bench/conv_engine_probe.py --cands /tmp/bench-kernelbench .gpu/kb/level1/50_*.py \
         .gpu/kb/level1/57_*.py .gpu/kb/level1/76_*.py .gpu/kb/level1/81_*.py > "$OUT/conv-probe.txt" 2>&1
       echo "conv probe: exit $?"; tail -30 "$OUT/conv-probe.txt" ;;
-    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe)" >&2 ;;
+    kernels)
+      # Per-kernel device times (candidate, eager, compile) of the problems in PROFILE (e.g.
+      # "level2/1_Conv2D_ReLU_BiasAdd"), from the candidates the cuda-agent part built in this call.
+      timeout "${PROFILE_LIMIT:-200}" $KFORGE_PYTHON bench/kernel_profile.py --cands /tmp/bench-cuda-agent \
+        $(for p in ${PROFILE:-}; do echo ".gpu/kb/$p.py"; done) > "$OUT/kernel-profile.txt" 2>&1
+      echo "kernel profile: exit $?"; tail -60 "$OUT/kernel-profile.txt" ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels)" >&2 ;;
   esac
 done
 if [ -f "$OUT/bench-tables.txt" ]; then

@@ -40,6 +40,7 @@ int skill_tier(const std::string& skill) {
   // Algorithmic first (rewrites that remove work, then fusion), then hardware utilisation, then tuning.
   if (skill == "constant_output") return 0;
   if (skill == "fuse_elementwise") return 1;
+  if (skill == "einsum_gemm") return 1;  // an algorithmic choice: the library GEMM for a contraction
   if (skill == "tf32_contractions") return 2;
   return 2;
 }

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "codegen/emit.h"
+#include "codegen/gemm_emit.h"
 #include "ir/shape_rules.h"
 
 namespace kforge::codegen {
@@ -426,7 +427,47 @@ KernelSource tiled_kernel(const EmitContext& ctx, const Plan& p, const std::stri
 
 }  // namespace
 
+// Strategy cublas_gemm (the einsum_gemm skill): the einsum as one row-major (strided batched) cuBLAS
+// GEMM on the operands as stored (ir::einsum_as_gemm).
+static StatusOr<KernelSource> emit_einsum_gemm(const EmitContext& ctx) {
+  const ir::Node& node = ctx.node();
+  if (node.inputs.size() != 2) return invalid_argument("einsum as a GEMM takes two operands");
+  for (size_t i = 0; i < 2; ++i) {
+    if (ctx.in_type(i).dtype != ctx.out_type().dtype)
+      return invalid_argument("einsum as a GEMM needs operands of the output's dtype");
+  }
+  KF_ASSIGN_OR_RETURN(ir::EinsumGemm v, ir::einsum_as_gemm(node.attrs.s("equation"), ctx.in_type(0).shape,
+                                                           ctx.in_type(1).shape, ctx.out_type().shape));
+  KF_ASSIGN_OR_RETURN(gemm::GemmTypes types, gemm::gemm_types(ctx.out_type().dtype, ctx.sched.precision, "einsum"));
+  KernelSource src = begin_source(ctx, gemm::cublas_headers());
+  src.libraries = {"cublas"};
+  gemm::RowMajorGemm g;
+  g.m = v.m;
+  g.n = v.n;
+  g.k = v.k;
+  g.trans_a = v.trans_a;
+  g.trans_b = v.trans_b;
+  g.lda = v.trans_a ? v.m : v.k;
+  g.ldb = v.trans_b ? v.k : v.n;
+  g.ldc = v.n;
+  g.a = ctx.in_ptr(0);
+  g.b = ctx.in_ptr(1);
+  g.c = ctx.out_ptr();
+  g.batch = v.batch;
+  g.stride_a = v.m * v.k;
+  g.stride_b = v.k * v.n;
+  g.stride_c = v.m * v.n;
+  src.code += ctx.signature() + " {\n  // einsum '" + node.attrs.s("equation") + "' as " +
+              (v.batch > 1 ? std::to_string(v.batch) + " batched GEMMs" : std::string("one GEMM")) +
+              ": M = " + std::to_string(v.m) + ", N = " + std::to_string(v.n) + ", K = " + std::to_string(v.k) +
+              (v.trans_a ? ", a transposed" : "") + (v.trans_b ? ", b transposed" : "") + " (einsum_gemm skill).\n" +
+              gemm::cublas_handle_prologue(ctx.kernel.name) + gemm::gemm_call(g, types, "  ") + "  return 0;\n}\n";
+  src.launches = 1;
+  return src;
+}
+
 StatusOr<KernelSource> emit_Einsum(const EmitContext& ctx) {
+  if (ctx.kernel.strategy == "cublas_gemm") return emit_einsum_gemm(ctx);
   const ir::Node& node = ctx.node();
   const size_t nops = node.inputs.size();
   Plan p;

@@ -388,7 +388,8 @@ StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& prog
                        kernel_names(program) +
                        ") all call cuBLAS or cuDNN, and upstream KernelBench's static checker requires a __global__ "
                        "kernel in the file; kforge does not add an unused one to get past it. Use the model_new.py "
-                       "of `kforge build` or `kforge optimize` for this problem");
+                       "of `kforge build` or `kforge optimize` for this problem, or export a schedule that keeps a "
+                       "generated kernel (an einsum: --disable-skill einsum_gemm)");
   }
   const std::string cpp = kernelbench_binding_source();
   for (const std::string* src : std::initializer_list<const std::string*>{&cuda, &cpp}) {

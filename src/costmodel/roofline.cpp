@@ -23,9 +23,11 @@ double prod(const ir::Shape& s, size_t from = 0) {
   return p;
 }
 
-bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s) {
+bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s, const schedule::Kernel* k = nullptr) {
   auto f = ir::op_info(n.op).family;
-  bool contraction = f == ir::OpFamily::kMatmul || f == ir::OpFamily::kLinear || f == ir::OpFamily::kAttention;
+  // An einsum counts as a contraction when it runs as a cuBLAS GEMM (einsum_gemm).
+  bool contraction = f == ir::OpFamily::kMatmul || f == ir::OpFamily::kLinear || f == ir::OpFamily::kAttention ||
+                     (f == ir::OpFamily::kEinsum && k != nullptr && k->strategy == "cublas_gemm");
   bool conv = f == ir::OpFamily::kConv || f == ir::OpFamily::kConvTranspose;
   // cuDNN runs fp32 convolutions in TF32 by default (as PyTorch's reference does).
   return conv || (contraction && s.precision != "fp32");
@@ -103,7 +105,7 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   for (int n : k.nodes) {
     const ir::Node& node = g.nodes()[static_cast<size_t>(n)];
     c.flops += node_flops(g, node);
-    tensor_cores = tensor_cores || uses_tensor_cores(node, s);
+    tensor_cores = tensor_cores || uses_tensor_cores(node, s, &k);
     produced.insert(node.output);
     for (auto in : node.inputs) {
       if (in != ir::kNoValue && !produced.count(in)) read.insert(in);

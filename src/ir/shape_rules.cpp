@@ -134,4 +134,70 @@ StatusOr<Shape> matmul_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
+StatusOr<EinsumGemm> einsum_as_gemm(const std::string& equation, const Shape& a, const Shape& b, const Shape& out) {
+  KF_ASSIGN_OR_RETURN(EinsumSpec spec, parse_einsum(equation, 2));
+  const std::string &ta = spec.operands[0], &tb = spec.operands[1], &to = spec.output;
+  if (ta.size() != a.size() || tb.size() != b.size() || to.size() != out.size())
+    return invalid_argument("einsum '" + equation + "': subscripts do not match the ranks");
+  std::map<char, int64_t> size;
+  auto record = [&](const std::string& term, const Shape& shape) -> Status {
+    std::set<char> seen;
+    for (size_t i = 0; i < term.size(); ++i) {
+      if (!seen.insert(term[i]).second) return unsupported("a letter repeats within a term (a diagonal)");
+      auto [it, fresh] = size.emplace(term[i], shape[i]);
+      if (!fresh && it->second != shape[i]) return unsupported("sizes of a letter differ (a broadcast)");
+      if (shape[i] == 0) return unsupported("an empty dim");
+    }
+    return Status::ok();
+  };
+  KF_RETURN_IF_ERROR(record(ta, a));
+  KF_RETURN_IF_ERROR(record(tb, b));
+  KF_RETURN_IF_ERROR(record(to, out));
+  auto in = [](const std::string& t, char c) { return t.find(c) != std::string::npos; };
+  std::string batch, m, n, k;  // each group in the output's order (k: in a's order)
+  for (char c : to) {
+    if (in(ta, c) && in(tb, c))
+      batch += c;
+    else if (in(ta, c))
+      m += c;
+    else if (in(tb, c))
+      n += c;
+    else
+      return invalid_argument("output letter '" + std::string(1, c) + "' is in no operand");
+  }
+  for (char c : ta) {
+    if (!in(to, c) && !in(tb, c)) return unsupported("a letter of a alone is summed before the product");
+    if (!in(to, c)) k += c;
+  }
+  for (char c : tb) {
+    if (!in(to, c) && !in(ta, c)) return unsupported("a letter of b alone is summed before the product");
+  }
+  if (to != batch + m + n) return unsupported("the output is not [batch, M, N]");
+  EinsumGemm g;
+  if (ta == batch + m + k) {
+    g.trans_a = false;
+  } else if (ta == batch + k + m) {
+    g.trans_a = true;
+  } else {
+    return unsupported("a is not [batch, M, K] or [batch, K, M]");
+  }
+  if (tb == batch + k + n) {
+    g.trans_b = false;
+  } else if (tb == batch + n + k) {
+    g.trans_b = true;
+  } else {
+    return unsupported("b is not [batch, K, N] or [batch, N, K]");
+  }
+  auto prod = [&](const std::string& letters) {
+    int64_t p = 1;
+    for (char c : letters) p *= size[c];
+    return p;
+  };
+  g.batch = prod(batch);
+  g.m = prod(m);
+  g.n = prod(n);
+  g.k = prod(k);
+  return g;
+}
+
 }  // namespace kforge::ir

@@ -36,6 +36,18 @@ struct EinsumSpec {
 };
 StatusOr<EinsumSpec> parse_einsum(const std::string& equation, size_t num_operands);
 
+// An einsum of two operands that is one row-major (strided batched) GEMM on the operands as they are
+// stored: every letter is batch (in a, b and the output), M (a and output), N (b and output) or K (a
+// and b, summed); no letter repeats within a term, sizes agree (no size-1 broadcast); the output is
+// [batch..., M..., N...]; a is [batch..., M..., K...] or [batch..., K..., M...] (trans_a), b is
+// [batch..., K..., N...] or [batch..., N..., K...] (trans_b), each group in one order everywhere.
+// Example: "bijl,lk->bijk" (level1/11) is one GEMM of M = b*i*j, K = l, N = k.
+struct EinsumGemm {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool trans_a = false, trans_b = false;
+};
+StatusOr<EinsumGemm> einsum_as_gemm(const std::string& equation, const Shape& a, const Shape& b, const Shape& out);
+
 // torch.matmul's result shape, including 1-D operands and broadcast batch dims.
 StatusOr<Shape> matmul_shape(const Shape& a, const Shape& b);
 

@@ -5,6 +5,7 @@
 #include "skills/constant_output.h"
 #include "skills/conv_channels_last.h"
 #include "skills/conv_epilogue.h"
+#include "skills/einsum_gemm.h"
 #include "skills/fuse_elementwise.h"
 #include "skills/linear_epilogue.h"
 #include "skills/precision.h"
@@ -45,6 +46,11 @@ const std::vector<Skill>& all_skills() {
        "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "
        "stored; saves a write and a read of it and a launch; costs the reduction its 16-byte loads",
        reduce_prologue_sites, reduce_prologue},
+      {"einsum_gemm",
+       "runs an einsum that is one (batched) GEMM on its operands as stored (e.g. bijl,lk->bijk) as a cuBLAS GEMM "
+       "instead of kforge's generated tiled contraction, its views and transposes folded into the GEMM's "
+       "dimensions; exact (fp32 compute); then eligible for tf32_contractions; costs nothing",
+       einsum_gemm_sites, einsum_gemm},
       {"tf32_contractions",
        "runs float32 cuBLAS GEMMs and attention on TF32 tensor cores (fp32 accumulate) when the protocol's "
        "tolerance is at least 1e-3; about 5-8x the fp32 rate on an H200; costs ~5e-4 relative error per product",
