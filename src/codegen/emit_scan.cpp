@@ -6,6 +6,9 @@
 //   - scan dim with inner elements (columns): one thread per column walks the dim, coalesced over
 //     consecutive columns; with few columns, the dim is cut into chunks the same way (per-chunk
 //     totals, a sequential scan of them per column, then the chunks scanned with their carries).
+// With a pointwise prologue (the scan_prologue skill) every read of the input becomes a call of the
+// chain's device function at that element's index; the row scans then evaluate it striped (coalesced)
+// and exchange the values into each thread's blocked items (cub::BlockExchange).
 #include <algorithm>
 #include <sstream>
 
@@ -63,12 +66,38 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
       << "  __device__ __forceinline__ " << AT << " operator()(const " << AT << "& a, const " << AT
       << "& b) const { return a " << (prod ? "*" : "+") << " b; }\n"
       << "};\n";
-  std::string args = ctx.in_ptr(0) + ", " + ctx.out_ptr();
+  // What the scan reads: its input tensor, or (the scan_prologue skill) a pointwise chain computed at
+  // each element where the scan would load it, never stored.
+  std::string in_params = "const " + IT + "* __restrict__ in", in_args = ctx.in_ptr(0), prologue_code;
+  auto load = [&](const std::string& index) { return "in[" + index + "]"; };
+  std::string prologue_fn, prologue_call_args;
+  if (ctx.kernel.nodes.size() > 1) {
+    const std::vector<int> prologue(ctx.kernel.nodes.begin(), ctx.kernel.nodes.end() - 1);
+    if (ctx.graph.nodes()[static_cast<size_t>(prologue.back())].output != node.inputs[0])
+      return internal_error("kernel " + K + ": the prologue does not make the scan's input");
+    prologue_fn = K + "_prologue";
+    KF_ASSIGN_OR_RETURN(PointwiseFunction f, pointwise_function(ctx, prologue, prologue_fn));
+    in_params = f.params;
+    in_args = f.host_args;
+    prologue_call_args = f.call_args;
+    prologue_code = "// The prologue, computed at each element the scan reads:\n" + f.code;
+  }
+  const bool with_prologue = !prologue_fn.empty();
+  auto read = [&](const std::string& index) {
+    return with_prologue
+               ? prologue_fn + "(" + index + (prologue_call_args.empty() ? "" : ", " + prologue_call_args) + ")"
+               : load(index);
+  };
+  auto param_list = [&](const std::string& rest) { return in_params.empty() ? rest : in_params + ", " + rest; };
+  auto arg_list = [&](const std::string& rest) { return in_args.empty() ? rest : in_args + ", " + rest; };
+  std::string args = arg_list(ctx.out_ptr());
+  if (with_prologue) dev << prologue_code << "\n";
 
   std::string headers = reduce::half_headers({in.dtype, out.dtype});
   if (inner == 1) {
     headers +=
-        "#include <cub/block/block_load.cuh>\n#include <cub/block/block_reduce.cuh>\n#include "
+        "#include <cub/block/block_exchange.cuh>\n#include <cub/block/block_load.cuh>\n#include "
+        "<cub/block/block_reduce.cuh>\n#include "
         "<cub/block/block_scan.cuh>\n"
         "#include <cub/block/block_store.cuh>\n";
     const int B = 256, IPT = 8, TILE = B * IPT;
@@ -77,6 +106,20 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
     int64_t CH = ceil_div(ceil_div(L, S), TILE) * TILE;
     S = ceil_div(L, CH);
     mode = S == 1 ? "block scan per row" : "chunked block scan, " + std::to_string(S) + " chunks per row";
+    std::string tile_load;
+    if (with_prologue) {
+      // Striped (coalesced) evaluations of the prologue, then blocked per thread for the scan.
+      tile_load = "#pragma unroll\n      for (int k = 0; k < " + std::to_string(IPT) +
+                  "; ++k) {\n        const long long j = q + k * " + std::to_string(B) +
+                  " + threadIdx.x;\n        raw[k] = j < j1 ? " + read("xb + j") + " : (" + IT + ")" +
+                  (half_in ? "0.0f" : "0") + ";\n      }\n      " + K +
+                  "_Exchange(tmp.exchange).StripedToBlocked(raw);\n";
+    } else {
+      tile_load = "      if (valid == " + std::to_string(TILE) + ") {\n        " + K +
+                  "_Load(tmp.load).Load(in + xb + q, raw);\n      } else {\n        " + K +
+                  "_Load(tmp.load).Load(in + xb + q, raw, valid, (" + IT + ")" + (half_in ? "0.0f" : "0") +
+                  ");\n      }\n";
+    }
     dev << "struct " << K << "_Prefix {\n"
         << "  " << AT << " run;\n"
         << "  __device__ __forceinline__ " << AT << " operator()(" << AT << " agg) { const " << AT
@@ -84,13 +127,15 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "};\n"
         << "typedef cub::BlockLoad<" << IT << ", " << B << ", " << IPT << ", cub::BLOCK_LOAD_WARP_TRANSPOSE> " << K
         << "_Load;\n"
+        << "typedef cub::BlockExchange<" << IT << ", " << B << ", " << IPT << "> " << K << "_Exchange;\n"
         << "typedef cub::BlockScan<" << AT << ", " << B << ", cub::BLOCK_SCAN_WARP_SCANS> " << K << "_Scan;\n"
         << "typedef cub::BlockStore<" << OT << ", " << B << ", " << IPT << ", cub::BLOCK_STORE_WARP_TRANSPOSE> " << K
         << "_Store;\n"
-        << "__global__ void __launch_bounds__(" << B << ") " << K << "_scan(const " << IT << "* __restrict__ in, " << OT
-        << "* __restrict__ out, const " << AT << "* __restrict__ carry) {\n"
+        << "__global__ void __launch_bounds__(" << B << ") " << K << "_scan("
+        << param_list(OT + "* __restrict__ out, const " + AT + "* __restrict__ carry") << ") {\n"
         << "  __shared__ union {\n"
         << "    typename " << K << "_Load::TempStorage load;\n"
+        << "    typename " << K << "_Exchange::TempStorage exchange;\n"
         << "    typename " << K << "_Scan::TempStorage scan;\n"
         << "    typename " << K << "_Store::TempStorage store;\n"
         << "  } tmp;\n"
@@ -99,7 +144,8 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "    const long long j0 = c * " << ll(CH) << ";\n"
         << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(L) << " ? j0 + " << ll(CH) << " : " << ll(L)
         << ";\n"
-        << "    const " << IT << "* x = in + r * " << ll(L) << ";\n"
+        << "    const long long xb = r * " << ll(L) << ";  // the row's first element\n"
+        << "    (void)xb;\n"
         << "    " << OT << "* y = out + r * " << ll(L) << ";\n"
         << "    " << K << "_Prefix pre;\n"
         << "    pre.run = " << (S > 1 ? "carry[t]" : ident) << ";\n"
@@ -107,13 +153,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "    for (long long q = j0; q < j1; q += " << TILE << ") {\n"
         << "      const int valid = (int)(j1 - q < " << TILE << " ? j1 - q : " << TILE << ");\n"
         << "      " << IT << " raw[" << IPT << "];\n"
-        << "      if (valid == " << TILE << ") {\n"
-        << "        " << K << "_Load(tmp.load).Load(x + q, raw);\n"
-        << "      } else {\n"
-        << "        " << K << "_Load(tmp.load).Load(x + q, raw, valid, (" << IT << ")" << (half_in ? "0.0f" : "0")
-        << ");\n"
-        << "      }\n"
-        << "      " << AT << " v[" << IPT << "];\n"
+        << tile_load << "      " << AT << " v[" << IPT << "];\n"
         << "#pragma unroll\n"
         << "      for (int k = 0; k < " << IPT << "; ++k) v[k] = " << conv_in("raw[k]") << ";\n"
         << "      __syncthreads();\n"
@@ -134,18 +174,18 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
     if (S > 1) {
       workspace = reduce::align256(static_cast<size_t>(outer * S) * 8);
       dev << "typedef cub::BlockReduce<" << AT << ", " << B << "> " << K << "_Reduce;\n"
-          << "__global__ void __launch_bounds__(" << B << ") " << K << "_totals(const " << IT << "* __restrict__ in, "
-          << AT << "* __restrict__ tot) {\n"
+          << "__global__ void __launch_bounds__(" << B << ") " << K << "_totals("
+          << param_list(AT + "* __restrict__ tot") << ") {\n"
           << "  __shared__ typename " << K << "_Reduce::TempStorage tmp;\n"
           << "  for (long long t = blockIdx.x; t < " << ll(outer * S) << "; t += gridDim.x) {\n"
           << "    const long long r = t / " << ll(S) << ", c = t - r * " << ll(S) << ";\n"
           << "    const long long j0 = c * " << ll(CH) << ";\n"
           << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(L) << " ? j0 + " << ll(CH) << " : " << ll(L)
           << ";\n"
-          << "    const " << IT << "* x = in + r * " << ll(L) << ";\n"
+          << "    const long long xb = r * " << ll(L) << ";\n"
           << "    " << AT << " acc = " << ident << ";\n"
           << "    for (long long j = j0 + threadIdx.x; j < j1; j += " << B << ") acc = " << K << "_Op()(acc, "
-          << conv_in("x[j]") << ");\n"
+          << conv_in(read("xb + j")) << ");\n"
           << "    acc = " << K << "_Reduce(tmp).Reduce(acc, " << K << "_Op());\n"
           << "    if (threadIdx.x == 0) tot[t] = acc;\n"
           << "    __syncthreads();\n"
@@ -166,7 +206,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
            << ": workspace of %zu bytes is smaller than the " << workspace << " it needs\", ctx->workspace_bytes);\n"
            << "  " << AT << "* " << K << "_tot = reinterpret_cast<" << AT << "*>(ctx->workspace);\n"
            << "  " << K << "_totals<<<" << std::min<int64_t>(outer * S, 4224) << ", " << B << ", 0, ctx->stream>>>("
-           << ctx.in_ptr(0) << ", " << K << "_tot);\n"
+           << arg_list(K + "_tot") << ");\n"
            << "  KF_LAUNCHED();\n"
            << "  " << K << "_carries<<<kf_grid(" << ll(outer) << ", 128), 128, 0, ctx->stream>>>(" << K << "_tot);\n"
            << "  KF_LAUNCHED();\n"
@@ -197,13 +237,12 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
       std::ostringstream os;
       os << "#pragma unroll 4\n"
          << "    for (long long l = l0; l < l1; ++l) {\n"
-         << "      acc = " << K << "_Op()(acc, " << conv_in("in[base + l * " + ll(inner) + "]") << ");\n";
+         << "      acc = " << K << "_Op()(acc, " << conv_in(read("base + l * " + ll(inner))) << ");\n";
       if (write) os << "      out[base + l * " << ll(inner) << "] = " << conv_out("acc") << ";\n";
       os << "    }\n";
       return os.str();
     };
-    std::string params =
-        "const " + IT + "* __restrict__ in, " + OT + "* __restrict__ out, const " + AT + "* __restrict__ carry";
+    std::string params = param_list(OT + "* __restrict__ out, const " + AT + "* __restrict__ carry");
     dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_cols(" << params << ") {\n"
         << "  KF_GRID_STRIDE(t, " << ll(cols * S) << ") {\n"
         << locate << "    " << AT << " acc = " << (S > 1 ? "carry[col * " + ll(S) + " + chunk]" : ident) << ";\n"
@@ -219,8 +258,8 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
     } else {
       mode = "one thread per column chunk, " + std::to_string(S) + " chunks per column";
       workspace = reduce::align256(static_cast<size_t>(cols * S) * 8);
-      dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_coltot(const " << IT
-          << "* __restrict__ in, " << AT << "* __restrict__ tot) {\n"
+      dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_coltot("
+          << param_list(AT + "* __restrict__ tot") << ") {\n"
           << "  KF_GRID_STRIDE(t, " << ll(cols * S) << ") {\n"
           << locate << "    " << AT << " acc = " << ident << ";\n"
           << walk(false) << "    tot[col * " << ll(S) << " + chunk] = acc;\n"
@@ -241,7 +280,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
            << ": workspace of %zu bytes is smaller than the " << workspace << " it needs\", ctx->workspace_bytes);\n"
            << "  " << AT << "* " << K << "_tot = reinterpret_cast<" << AT << "*>(ctx->workspace);\n"
            << "  " << K << "_coltot<<<kf_grid(" << ll(cols * S) << ", " << block << "), " << block
-           << ", 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", " << K << "_tot);\n"
+           << ", 0, ctx->stream>>>(" << arg_list(K + "_tot") << ");\n"
            << "  KF_LAUNCHED();\n"
            << "  " << K << "_carries<<<kf_grid(" << ll(cols) << ", 128), 128, 0, ctx->stream>>>(" << K << "_tot);\n"
            << "  KF_LAUNCHED();\n"

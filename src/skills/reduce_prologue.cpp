@@ -13,23 +13,7 @@ bool is_reduce_kernel(const ir::Graph& g, const schedule::Kernel& k) {
 }
 
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
-  const int n = static_cast<int>(s.kernels.size());
-  if (producer < 0 || consumer < 0 || producer >= n || consumer >= n || producer >= consumer)
-    return "the chain's kernel must run before the reduction's";
-  const auto& p = s.kernels[static_cast<size_t>(producer)];
-  const auto& c = s.kernels[static_cast<size_t>(consumer)];
-  if (!is_pointwise_chain(g, p)) return "the producer must be a generated pointwise chain";
-  if (!is_reduce_kernel(g, c) || c.nodes.size() != 1) return "the consumer must be a reduce kernel of one reduction";
-  const ir::ValueIndex v = g.nodes()[static_cast<size_t>(p.root())].output;
-  const ir::Node& red = g.nodes()[static_cast<size_t>(c.root())];
-  if (red.inputs.empty() || red.inputs[0] != v) return "the reduction does not reduce the chain's result";
-  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
-    return "the chain's result is a graph output, so it must be stored";
-  for (int user : g.users(v)) {
-    if (user != c.root())
-      return "the chain's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
-  }
-  return "";
+  return prologue_illegal(g, s, producer, consumer, is_reduce_kernel, "a reduce kernel of one reduction");
 }
 
 }  // namespace

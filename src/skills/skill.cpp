@@ -1,6 +1,8 @@
 // The skill catalogue (docs/skills.md describes each entry for people).
 #include "skills/skill.h"
 
+#include <algorithm>
+
 #include "skills/batch_norm_inference.h"
 #include "skills/constant_output.h"
 #include "skills/conv_channels_last.h"
@@ -10,6 +12,7 @@
 #include "skills/linear_epilogue.h"
 #include "skills/precision.h"
 #include "skills/reduce_prologue.h"
+#include "skills/scan_prologue.h"
 
 namespace kforge::skills {
 
@@ -46,6 +49,12 @@ const std::vector<Skill>& all_skills() {
        "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "
        "stored; saves a write and a read of it and a launch; costs the reduction its 16-byte loads",
        reduce_prologue_sites, reduce_prologue},
+      {"scan_prologue",
+       "computes a pointwise chain whose only reader is a scan (cumsum, cumprod) inside the scan's kernel, where "
+       "the scan loads each element (x * mask before a cumsum): the chain's result is never stored; saves a write "
+       "and a read of it and a launch; costs the row scans their vectorized block loads (coalesced evaluations "
+       "exchanged through shared memory instead)",
+       scan_prologue_sites, scan_prologue},
       {"einsum_gemm",
        "runs an einsum that is one (batched) GEMM on its operands as stored (e.g. bijl,lk->bijk) as a cuBLAS GEMM "
        "instead of kforge's generated tiled contraction, its views and transposes folded into the GEMM's "
@@ -87,6 +96,28 @@ std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, Pa
     }
   }
   return out;
+}
+
+std::string prologue_illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer,
+                             bool (*consumer_ok)(const ir::Graph&, const schedule::Kernel&),
+                             const char* consumer_kind) {
+  const int n = static_cast<int>(s.kernels.size());
+  if (producer < 0 || consumer < 0 || producer >= n || consumer >= n || producer >= consumer)
+    return std::string("the chain's kernel must run before the ") + consumer_kind;
+  const auto& p = s.kernels[static_cast<size_t>(producer)];
+  const auto& c = s.kernels[static_cast<size_t>(consumer)];
+  if (!is_pointwise_chain(g, p)) return "the producer must be a generated pointwise chain";
+  if (!consumer_ok(g, c) || c.nodes.size() != 1) return std::string("the consumer must be ") + consumer_kind;
+  const ir::ValueIndex v = g.nodes()[static_cast<size_t>(p.root())].output;
+  const ir::Node& reader = g.nodes()[static_cast<size_t>(c.root())];
+  if (reader.inputs.empty() || reader.inputs[0] != v) return "the consumer does not read the chain's result";
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
+    return "the chain's result is a graph output, so it must be stored";
+  for (int user : g.users(v)) {
+    if (user != c.root())
+      return "the chain's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
+  }
+  return "";
 }
 
 schedule::Schedule join_into_consumer(const schedule::Schedule& s, int producer, int consumer,

@@ -43,6 +43,13 @@ using PairRule = std::string (*)(const ir::Graph&, const schedule::Schedule&, in
 std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
                              std::string (*what)(const std::string& producer, const std::string& consumer));
 
+// Why the pointwise chain kernel `producer` cannot become the prologue of the one-node kernel
+// `consumer` ("" when it can): `consumer_ok` says whether the consumer is of the skill's kind
+// (`consumer_kind` describes it); the consumer's node reads the chain's result as its input 0; nothing
+// else reads that result and it is not a graph output (it is never stored).
+std::string prologue_illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer,
+                             bool (*consumer_ok)(const ir::Graph&, const schedule::Kernel&), const char* consumer_kind);
+
 // The producer's nodes moved in front of the consumer's (the consumer keeps its strategy and knobs),
 // the producer kernel removed, `applied` recorded. Legality is the caller's: nothing between the two
 // may read the producer's result.

@@ -1,0 +1,39 @@
+// scan_prologue: legality and the merge of a pointwise chain into the scan that reads it.
+#include "skills/scan_prologue.h"
+
+#include <algorithm>
+
+namespace kforge::skills {
+
+namespace {
+
+bool is_scan_kernel(const ir::Graph& g, const schedule::Kernel& k) {
+  return k.impl == schedule::Impl::kGenerated && k.strategy == "scan" &&
+         ir::op_info(g.nodes()[static_cast<size_t>(k.root())].op).family == ir::OpFamily::kScan;
+}
+
+std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
+  return prologue_illegal(g, s, producer, consumer, is_scan_kernel, "a scan kernel of one scan");
+}
+
+}  // namespace
+
+bool is_scan_prologue(const ir::Graph& g, const schedule::Kernel& k) {
+  return is_scan_kernel(g, k) && k.nodes.size() > 1 && std::all_of(k.nodes.begin(), k.nodes.end() - 1, [&](int n) {
+           return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]);
+         });
+}
+
+std::vector<Site> scan_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {
+  return pair_sites(g, s, illegal,
+                    [](const std::string& p, const std::string& c) { return p + " as the prologue of " + c; });
+}
+
+StatusOr<schedule::Schedule> scan_prologue(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
+  if (site.kernels.size() != 2) return invalid_argument("scan_prologue takes a site of two kernels");
+  if (std::string why = illegal(g, s, site.kernels[0], site.kernels[1]); !why.empty())
+    return invalid_argument("scan_prologue: " + why);
+  return join_into_consumer(s, site.kernels[0], site.kernels[1], "scan_prologue: " + site.what);
+}
+
+}  // namespace kforge::skills
