@@ -6,6 +6,8 @@
 //   - scan dim with inner elements (columns): one thread per column walks the dim, coalesced over
 //     consecutive columns; with few columns, the dim is cut into chunks the same way (per-chunk
 //     totals, a sequential scan of them per column, then the chunks scanned with their carries).
+// The reverse scan (scan_reverse: flip, scan, flip) walks the dim from its end: position p in scan
+// order is index L - 1 - p in memory, for reads and writes alike.
 // With a pointwise prologue (the scan_prologue skill) every read of the input becomes a call of the
 // chain's device function at that element's index; the row scans then evaluate it striped (coalesced)
 // and exchange the values into each thread's blocked items (cub::BlockExchange).
@@ -14,6 +16,7 @@
 
 #include "codegen/emit.h"
 #include "codegen/reduce_common.h"
+#include "skills/scan_reverse.h"
 
 namespace kforge::codegen {
 
@@ -28,8 +31,11 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }  // namespace
 
 StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
-  const ir::Node& node = ctx.node();
-  const ir::TensorType& in = ctx.in_type(0);
+  // The scan node: the kernel's root, or (scan_reverse) the middle of flip, scan, flip, whose kernel
+  // reads the first flip's input and writes the second flip's output, both at mirrored positions.
+  const bool reverse = skills::is_scan_reverse(ctx.graph, ctx.kernel);
+  const ir::Node& node = reverse ? ctx.graph.nodes()[static_cast<size_t>(ctx.kernel.nodes[1])] : ctx.node();
+  const ir::TensorType& in = ctx.graph.type(node.inputs[0]);
   const ir::TensorType& out = ctx.out_type();
   const int64_t numel = out.numel();
   if (numel == 0) {
@@ -68,10 +74,14 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
       << "};\n";
   // What the scan reads: its input tensor, or (the scan_prologue skill) a pointwise chain computed at
   // each element where the scan would load it, never stored.
-  std::string in_params = "const " + IT + "* __restrict__ in", in_args = ctx.in_ptr(0), prologue_code;
+  std::string in_params = "const " + IT + "* __restrict__ in", prologue_code;
+  std::string in_args =
+      reverse ? ctx.ptr(ctx.graph.nodes()[static_cast<size_t>(ctx.kernel.nodes[0])].inputs[0], false) : ctx.in_ptr(0);
+  // A position along the dim in scan order -> its index in memory.
+  auto at = [&](const std::string& pos) { return reverse ? "(" + ll(L - 1) + " - " + pos + ")" : pos; };
   auto load = [&](const std::string& index) { return "in[" + index + "]"; };
   std::string prologue_fn, prologue_call_args;
-  if (ctx.kernel.nodes.size() > 1) {
+  if (ctx.kernel.nodes.size() > 1 && !reverse) {
     const std::vector<int> prologue(ctx.kernel.nodes.begin(), ctx.kernel.nodes.end() - 1);
     if (ctx.graph.nodes()[static_cast<size_t>(prologue.back())].output != node.inputs[0])
       return internal_error("kernel " + K + ": the prologue does not make the scan's input");
@@ -107,11 +117,12 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
     S = ceil_div(L, CH);
     mode = S == 1 ? "block scan per row" : "chunked block scan, " + std::to_string(S) + " chunks per row";
     std::string tile_load;
-    if (with_prologue) {
-      // Striped (coalesced) evaluations of the prologue, then blocked per thread for the scan.
+    if (with_prologue || reverse) {
+      // Striped (coalesced) reads (the prologue evaluated, or mirrored positions), then blocked per
+      // thread for the scan.
       tile_load = "#pragma unroll\n      for (int k = 0; k < " + std::to_string(IPT) +
                   "; ++k) {\n        const long long j = q + k * " + std::to_string(B) +
-                  " + threadIdx.x;\n        raw[k] = j < j1 ? " + read("xb + j") + " : (" + IT + ")" +
+                  " + threadIdx.x;\n        raw[k] = j < j1 ? " + read("xb + " + at("j")) + " : (" + IT + ")" +
                   (half_in ? "0.0f" : "0") + ";\n      }\n      " + K +
                   "_Exchange(tmp.exchange).StripedToBlocked(raw);\n";
     } else {
@@ -119,6 +130,18 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
                   "_Load(tmp.load).Load(in + xb + q, raw);\n      } else {\n        " + K +
                   "_Load(tmp.load).Load(in + xb + q, raw, valid, (" + IT + ")" + (half_in ? "0.0f" : "0") +
                   ");\n      }\n";
+    }
+    std::string tile_store;
+    if (reverse) {
+      // Blocked per thread -> striped, then stored at the mirrored positions (still coalesced).
+      tile_store = "      " + K + "_OutExchange(tmp.out_exchange).BlockedToStriped(o);\n#pragma unroll\n" +
+                   "      for (int k = 0; k < " + std::to_string(IPT) +
+                   "; ++k) {\n        const long long j = q + k * " + std::to_string(B) +
+                   " + threadIdx.x;\n        if (j < j1) y[" + at("j") + "] = o[k];\n      }\n";
+    } else {
+      tile_store = "      if (valid == " + std::to_string(TILE) + ") {\n        " + K +
+                   "_Store(tmp.store).Store(y + q, o);\n      } else {\n        " + K +
+                   "_Store(tmp.store).Store(y + q, o, valid);\n      }\n";
     }
     dev << "struct " << K << "_Prefix {\n"
         << "  " << AT << " run;\n"
@@ -128,6 +151,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "typedef cub::BlockLoad<" << IT << ", " << B << ", " << IPT << ", cub::BLOCK_LOAD_WARP_TRANSPOSE> " << K
         << "_Load;\n"
         << "typedef cub::BlockExchange<" << IT << ", " << B << ", " << IPT << "> " << K << "_Exchange;\n"
+        << "typedef cub::BlockExchange<" << OT << ", " << B << ", " << IPT << "> " << K << "_OutExchange;\n"
         << "typedef cub::BlockScan<" << AT << ", " << B << ", cub::BLOCK_SCAN_WARP_SCANS> " << K << "_Scan;\n"
         << "typedef cub::BlockStore<" << OT << ", " << B << ", " << IPT << ", cub::BLOCK_STORE_WARP_TRANSPOSE> " << K
         << "_Store;\n"
@@ -136,6 +160,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "  __shared__ union {\n"
         << "    typename " << K << "_Load::TempStorage load;\n"
         << "    typename " << K << "_Exchange::TempStorage exchange;\n"
+        << "    typename " << K << "_OutExchange::TempStorage out_exchange;\n"
         << "    typename " << K << "_Scan::TempStorage scan;\n"
         << "    typename " << K << "_Store::TempStorage store;\n"
         << "  } tmp;\n"
@@ -152,6 +177,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "    (void)carry;\n"
         << "    for (long long q = j0; q < j1; q += " << TILE << ") {\n"
         << "      const int valid = (int)(j1 - q < " << TILE << " ? j1 - q : " << TILE << ");\n"
+        << "      (void)valid;\n"
         << "      " << IT << " raw[" << IPT << "];\n"
         << tile_load << "      " << AT << " v[" << IPT << "];\n"
         << "#pragma unroll\n"
@@ -162,12 +188,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "      " << OT << " o[" << IPT << "];\n"
         << "#pragma unroll\n"
         << "      for (int k = 0; k < " << IPT << "; ++k) o[k] = " << conv_out("v[k]") << ";\n"
-        << "      if (valid == " << TILE << ") {\n"
-        << "        " << K << "_Store(tmp.store).Store(y + q, o);\n"
-        << "      } else {\n"
-        << "        " << K << "_Store(tmp.store).Store(y + q, o, valid);\n"
-        << "      }\n"
-        << "      __syncthreads();\n"
+        << tile_store << "      __syncthreads();\n"
         << "    }\n"
         << "  }\n"
         << "}\n";
@@ -185,7 +206,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
           << "    const long long xb = r * " << ll(L) << ";\n"
           << "    " << AT << " acc = " << ident << ";\n"
           << "    for (long long j = j0 + threadIdx.x; j < j1; j += " << B << ") acc = " << K << "_Op()(acc, "
-          << conv_in(read("xb + j")) << ");\n"
+          << conv_in(read("xb + " + at("j"))) << ");\n"
           << "    acc = " << K << "_Reduce(tmp).Reduce(acc, " << K << "_Op());\n"
           << "    if (threadIdx.x == 0) tot[t] = acc;\n"
           << "    __syncthreads();\n"
@@ -237,8 +258,8 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
       std::ostringstream os;
       os << "#pragma unroll 4\n"
          << "    for (long long l = l0; l < l1; ++l) {\n"
-         << "      acc = " << K << "_Op()(acc, " << conv_in(read("base + l * " + ll(inner))) << ");\n";
-      if (write) os << "      out[base + l * " << ll(inner) << "] = " << conv_out("acc") << ";\n";
+         << "      acc = " << K << "_Op()(acc, " << conv_in(read("base + " + at("l") + " * " + ll(inner))) << ");\n";
+      if (write) os << "      out[base + " << at("l") << " * " << ll(inner) << "] = " << conv_out("acc") << ";\n";
       os << "    }\n";
       return os.str();
     };
@@ -295,8 +316,8 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   std::ostringstream os;
   os << "namespace {\n\n"
      << dev.str() << "\n}  // namespace\n\n"
-     << "// " << (prod ? "cumprod" : "cumsum") << " over [" << outer << ", " << L << ", " << inner << "]: " << mode
-     << "\n"
+     << "// " << (reverse ? "reverse " : "") << (prod ? "cumprod" : "cumsum") << " over [" << outer << ", " << L << ", "
+     << inner << "]: " << mode << "\n"
      << ctx.signature() << " {\n"
      << host.str() << "  return 0;\n}\n";
   src.code += os.str();

@@ -13,6 +13,7 @@
 #include "skills/precision.h"
 #include "skills/reduce_prologue.h"
 #include "skills/scan_prologue.h"
+#include "skills/scan_reverse.h"
 
 namespace kforge::skills {
 
@@ -55,6 +56,11 @@ const std::vector<Skill>& all_skills() {
        "and a read of it and a launch; costs the row scans their vectorized block loads (coalesced evaluations "
        "exchanged through shared memory instead)",
        scan_prologue_sites, scan_prologue},
+      {"scan_reverse",
+       "makes flip(cumsum(flip(x))) along the scan's dim (a reverse cumulative sum or product) one scan kernel "
+       "that walks the dim from its end, reading x and writing at mirrored indices; exact (the same additions in "
+       "the same order); saves two full copies (the flips) and two launches",
+       scan_reverse_sites, scan_reverse},
       {"einsum_gemm",
        "runs an einsum that is one (batched) GEMM on its operands as stored (e.g. bijl,lk->bijk) as a cuBLAS GEMM "
        "instead of kforge's generated tiled contraction, its views and transposes folded into the GEMM's "
