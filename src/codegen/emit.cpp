@@ -8,6 +8,7 @@
 #include "skills/conv_epilogue.h"
 #include "skills/linear_epilogue.h"
 #include "skills/reduce_prologue.h"
+#include "skills/scan_exclusive.h"
 #include "skills/scan_prologue.h"
 #include "skills/scan_reverse.h"
 
@@ -73,6 +74,7 @@ StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
   if (ctx.kernel.nodes.size() > 1 && skills::is_reduce_prologue(ctx.graph, ctx.kernel)) return emit_Reduce(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_scan_prologue(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_scan_reverse(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
+  if (ctx.kernel.nodes.size() > 1 && skills::is_scan_exclusive(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
   // Only elementwise chains compute several nodes in one kernel so far; any other emitter would
   // silently drop the others.
   if (ctx.kernel.nodes.size() > 1 && !ir::is_elementwise(ir::op_info(ctx.node().op).family)) {

@@ -6,6 +6,8 @@
 //   - scan dim with inner elements (columns): one thread per column walks the dim, coalesced over
 //     consecutive columns; with few columns, the dim is cut into chunks the same way (per-chunk
 //     totals, a sequential scan of them per column, then the chunks scanned with their carries).
+// The exclusive scan (scan_exclusive: slice, full, scan, cat) reads x's rows (L + 1 long) in place and
+// writes its results one position on, the identity at position 0.
 // The reverse scan (scan_reverse: flip, scan, flip) walks the dim from its end: position p in scan
 // order is index L - 1 - p in memory, for reads and writes alike.
 // With a pointwise prologue (the scan_prologue skill) every read of the input becomes a call of the
@@ -16,6 +18,7 @@
 
 #include "codegen/emit.h"
 #include "codegen/reduce_common.h"
+#include "skills/scan_exclusive.h"
 #include "skills/scan_reverse.h"
 
 namespace kforge::codegen {
@@ -33,8 +36,20 @@ int64_t ceil_div(int64_t a, int64_t b) {
 StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   // The scan node: the kernel's root, or (scan_reverse) the middle of flip, scan, flip, whose kernel
   // reads the first flip's input and writes the second flip's output, both at mirrored positions.
+  // Or (scan_exclusive) the scan among slice, full, scan, cat: the kernel reads x (the slice's input)
+  // in place and writes the cat's output shifted by one position, the identity at position 0.
   const bool reverse = skills::is_scan_reverse(ctx.graph, ctx.kernel);
-  const ir::Node& node = reverse ? ctx.graph.nodes()[static_cast<size_t>(ctx.kernel.nodes[1])] : ctx.node();
+  const bool exclusive = skills::is_scan_exclusive(ctx.graph, ctx.kernel);
+  int scan_index = reverse ? ctx.kernel.nodes[1] : ctx.kernel.root();
+  const ir::Node* slice = nullptr;
+  if (exclusive) {
+    for (int n : ctx.kernel.nodes) {
+      const ir::Node& candidate = ctx.graph.nodes()[static_cast<size_t>(n)];
+      if (ir::op_info(candidate.op).family == ir::OpFamily::kScan) scan_index = n;
+      if (candidate.op == ir::OpId::kSlice) slice = &candidate;
+    }
+  }
+  const ir::Node& node = ctx.graph.nodes()[static_cast<size_t>(scan_index)];
   const ir::TensorType& in = ctx.graph.type(node.inputs[0]);
   const ir::TensorType& out = ctx.out_type();
   const int64_t numel = out.numel();
@@ -53,6 +68,9 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
     if (i == dim) L = in.shape[static_cast<size_t>(i)];
     if (i > dim) inner *= in.shape[static_cast<size_t>(i)];
   }
+  // Row lengths along the dim of the tensor read and of the one written, and where the scan's first
+  // result goes in the written one: all L and 0 but for scan_exclusive (L + 1, L + 1 and 1).
+  const int64_t L_in = exclusive ? L + 1 : L, L_out = exclusive ? L + 1 : L, shift = exclusive ? 1 : 0;
   const bool prod = node.op == ir::OpId::kCumprod;
   const bool floating = ir::is_floating(in.dtype);
   const bool half_in = in.dtype == ir::DType::kFloat16 || in.dtype == ir::DType::kBFloat16;
@@ -75,13 +93,14 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   // What the scan reads: its input tensor, or (the scan_prologue skill) a pointwise chain computed at
   // each element where the scan would load it, never stored.
   std::string in_params = "const " + IT + "* __restrict__ in", prologue_code;
-  std::string in_args =
-      reverse ? ctx.ptr(ctx.graph.nodes()[static_cast<size_t>(ctx.kernel.nodes[0])].inputs[0], false) : ctx.in_ptr(0);
+  std::string in_args = reverse ? ctx.ptr(ctx.graph.nodes()[static_cast<size_t>(ctx.kernel.nodes[0])].inputs[0], false)
+                        : exclusive ? ctx.ptr(slice->inputs[0], false)
+                                    : ctx.in_ptr(0);
   // A position along the dim in scan order -> its index in memory.
   auto at = [&](const std::string& pos) { return reverse ? "(" + ll(L - 1) + " - " + pos + ")" : pos; };
   auto load = [&](const std::string& index) { return "in[" + index + "]"; };
   std::string prologue_fn, prologue_call_args;
-  if (ctx.kernel.nodes.size() > 1 && !reverse) {
+  if (ctx.kernel.nodes.size() > 1 && !reverse && !exclusive) {
     const std::vector<int> prologue(ctx.kernel.nodes.begin(), ctx.kernel.nodes.end() - 1);
     if (ctx.graph.nodes()[static_cast<size_t>(prologue.back())].output != node.inputs[0])
       return internal_error("kernel " + K + ": the prologue does not make the scan's input");
@@ -169,10 +188,13 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "    const long long j0 = c * " << ll(CH) << ";\n"
         << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(L) << " ? j0 + " << ll(CH) << " : " << ll(L)
         << ";\n"
-        << "    const long long xb = r * " << ll(L) << ";  // the row's first element\n"
+        << "    const long long xb = r * " << ll(L_in) << ";  // the row's first element\n"
         << "    (void)xb;\n"
-        << "    " << OT << "* y = out + r * " << ll(L) << ";\n"
+        << "    " << OT << "* y = out + r * " << ll(L_out) << (shift ? " + " + ll(shift) : "") << ";\n"
         << "    " << K << "_Prefix pre;\n"
+        << (exclusive ? "    if (c == 0 && threadIdx.x == 0) out[r * " + ll(L_out) + "] = " + conv_out(ident) +
+                            ";  // position 0: the identity\n"
+                      : "")
         << "    pre.run = " << (S > 1 ? "carry[t]" : ident) << ";\n"
         << "    (void)carry;\n"
         << "    for (long long q = j0; q < j1; q += " << TILE << ") {\n"
@@ -203,7 +225,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
           << "    const long long j0 = c * " << ll(CH) << ";\n"
           << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(L) << " ? j0 + " << ll(CH) << " : " << ll(L)
           << ";\n"
-          << "    const long long xb = r * " << ll(L) << ";\n"
+          << "    const long long xb = r * " << ll(L_in) << ";\n"
           << "    " << AT << " acc = " << ident << ";\n"
           << "    for (long long j = j0 + threadIdx.x; j < j1; j += " << B << ") acc = " << K << "_Op()(acc, "
           << conv_in(read("xb + " + at("j"))) << ");\n"
@@ -251,15 +273,17 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
     S = ceil_div(L, CH);
     std::string locate = "    const long long chunk = t / " + ll(cols) + ", col = t - chunk * " + ll(cols) + ";\n" +
                          "    const long long o = col / " + ll(inner) + ";\n" + "    const long long base = o * " +
-                         ll(L * inner) + " + (col - o * " + ll(inner) + ");\n" + "    const long long l0 = chunk * " +
-                         ll(CH) + ";\n" + "    const long long l1 = l0 + " + ll(CH) + " < " + ll(L) + " ? l0 + " +
-                         ll(CH) + " : " + ll(L) + ";\n";
+                         ll(L_in * inner) + " + (col - o * " + ll(inner) + ");\n" + "    const long long obase = o * " +
+                         ll(L_out * inner) + " + (col - o * " + ll(inner) + ")" +
+                         (shift ? " + " + ll(shift * inner) : "") + ";\n    (void)obase;\n" +
+                         "    const long long l0 = chunk * " + ll(CH) + ";\n" + "    const long long l1 = l0 + " +
+                         ll(CH) + " < " + ll(L) + " ? l0 + " + ll(CH) + " : " + ll(L) + ";\n";
     auto walk = [&](bool write) {
       std::ostringstream os;
       os << "#pragma unroll 4\n"
          << "    for (long long l = l0; l < l1; ++l) {\n"
          << "      acc = " << K << "_Op()(acc, " << conv_in(read("base + " + at("l") + " * " + ll(inner))) << ");\n";
-      if (write) os << "      out[base + " << at("l") << " * " << ll(inner) << "] = " << conv_out("acc") << ";\n";
+      if (write) os << "      out[obase + " << at("l") << " * " << ll(inner) << "] = " << conv_out("acc") << ";\n";
       os << "    }\n";
       return os.str();
     };
@@ -268,6 +292,9 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "  KF_GRID_STRIDE(t, " << ll(cols * S) << ") {\n"
         << locate << "    " << AT << " acc = " << (S > 1 ? "carry[col * " + ll(S) + " + chunk]" : ident) << ";\n"
         << "    (void)carry;\n"
+        << (exclusive ? "    if (chunk == 0) out[obase - " + ll(inner) + "] = " + conv_out(ident) +
+                            ";  // position 0: the identity\n"
+                      : "")
         << walk(true) << "  }\n"
         << "}\n";
     if (S == 1) {

@@ -12,6 +12,7 @@
 #include "skills/linear_epilogue.h"
 #include "skills/precision.h"
 #include "skills/reduce_prologue.h"
+#include "skills/scan_exclusive.h"
 #include "skills/scan_prologue.h"
 #include "skills/scan_reverse.h"
 
@@ -61,6 +62,12 @@ const std::vector<Skill>& all_skills() {
        "that walks the dim from its end, reading x and writing at mirrored indices; exact (the same additions in "
        "the same order); saves two full copies (the flips) and two launches",
        scan_reverse_sites, scan_reverse},
+      {"scan_exclusive",
+       "makes cat([identity of size 1, cumsum(slice(x, 0 .. L - 2))]) along one dim (an exclusive cumulative sum or "
+       "product) one scan kernel that reads x in place and writes the running result one position on, the "
+       "identity at position 0; exact; saves the slice's and the scan's copies, the concatenation and three "
+       "launches",
+       scan_exclusive_sites, scan_exclusive},
       {"einsum_gemm",
        "runs an einsum that is one (batched) GEMM on its operands as stored (e.g. bijl,lk->bijk) as a cuBLAS GEMM "
        "instead of kforge's generated tiled contraction, its views and transposes folded into the GEMM's "
