@@ -60,7 +60,7 @@ TEST(ScanReverse, MirroredReadsAndWritesForEveryScanShapeAndItBuilds) {
        {std::tuple<int64_t, int64_t, int, const char*, const char*, const char*>{
             64, 3000, 1, "rows", "in[xb + (2999LL - j)]", "y[(2999LL - j)] = o[k];"},
         {2, 200000, 1, "chunked", "in[xb + (199999LL - j)]", "y[(199999LL - j)] = o[k];"},
-        {3000, 64, 0, "columns", "in[base + (2999LL - l) * 64LL]", "out[base + (2999LL - l) * 64LL] ="}}) {
+        {3000, 64, 0, "columns", "in[base + (2999LL - l) * 64LL]", "out[obase + (2999LL - l) * 64LL] ="}}) {
     ir::Graph g = graph_from_text(reverse_cumsum(rows, cols, dim, dim, dim));
     auto s = plan_default(g);
     ASSERT_TRUE(s.is_ok()) << s.status().message();
