@@ -41,6 +41,8 @@ int skill_tier(const std::string& skill) {
   if (skill == "constant_output") return 0;
   if (skill == "fuse_elementwise") return 1;
   if (skill == "einsum_gemm") return 1;  // an algorithmic choice: the library GEMM for a contraction
+  // Fusions around scans (a prologue, flips and a shifted concatenation folded into the scan's indexing).
+  if (skill == "scan_prologue" || skill == "scan_reverse" || skill == "scan_exclusive") return 1;
   if (skill == "tf32_contractions") return 2;
   return 2;
 }
