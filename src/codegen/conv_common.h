@@ -1,0 +1,48 @@
+// Shared by the convolution emitters (emit_conv.cpp) and their channels-last path
+// (emit_conv_channels_last.cpp): the geometry of a conv, the KfCudnnConv of torch's engine, and the
+// channels-last layout (knob channels_last = 1, the conv_channels_last skill).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/emit.h"
+
+namespace kforge::codegen::conv {
+
+// A convolution's dims (NCHW), as geometry() in emit_conv.cpp reads them from the node.
+struct ConvGeom {
+  bool transpose = false;
+  size_t sp = 0;  // spatial dims
+  int64_t n = 0, cin = 0, cout = 0, groups = 1;
+  int64_t cin_g = 0, cout_g = 0;  // channels per group
+  ir::Shape in_sp, out_sp, k_sp;
+  std::vector<int64_t> stride, pad, dil, opad;
+  int64_t in_sample = 0, out_sample = 0;  // elements per sample
+  int64_t spatial_out = 1;
+};
+
+int64_t prod(const ir::Shape& s);
+// The accumulation type of a conv on `t` tensors ("float" for 16-bit and fp32, "double" for fp64).
+std::string acc_type(ir::DType t);
+// The problem as a KfCudnnConv named kConv (runtime/kforge_cudnn.cu), channels-last or not.
+std::string kconv_definition(const EmitContext& ctx, const ConvGeom& g, bool channels_last);
+
+// The channels-last path: cuDNN on channels-last copies of input and weight (scratch in
+// ctx->workspace), the result brought back to NCHW in one tiled pass that adds the bias and computes
+// `epi`'s chain when given.
+struct ChannelsLastEpilogue {
+  PointwiseFunction chain;  // the chain's value at NCHW linear index i, seeded by the conv (plus bias)
+  std::string name;         // its device function
+  ir::DType out_dtype{};
+};
+// "" when the channels-last path can run this convolution, else why not.
+std::string channels_last_reason(const ConvGeom& g, ir::DType dt);
+// The bytes of scratch the channels-last copies take (input, weight, output, each rounded to 256).
+size_t channels_last_scratch(const EmitContext& ctx);
+// The kernel's code: kConv, the transposes, the pass back, and the entry function.
+std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
+                               const ChannelsLastEpilogue* epi, int64_t& launches);
+
+}  // namespace kforge::codegen::conv
