@@ -98,7 +98,6 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
                                     : ctx.in_ptr(0);
   // A position along the dim in scan order -> its index in memory.
   auto at = [&](const std::string& pos) { return reverse ? "(" + ll(L - 1) + " - " + pos + ")" : pos; };
-  auto load = [&](const std::string& index) { return "in[" + index + "]"; };
   std::string prologue_fn, prologue_call_args;
   if (ctx.kernel.nodes.size() > 1 && !reverse && !exclusive) {
     const std::vector<int> prologue(ctx.kernel.nodes.begin(), ctx.kernel.nodes.end() - 1);
@@ -115,7 +114,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   auto read = [&](const std::string& index) {
     return with_prologue
                ? prologue_fn + "(" + index + (prologue_call_args.empty() ? "" : ", " + prologue_call_args) + ")"
-               : load(index);
+               : "in[" + index + "]";
   };
   auto param_list = [&](const std::string& rest) { return in_params.empty() ? rest : in_params + ", " + rest; };
   auto arg_list = [&](const std::string& rest) { return in_args.empty() ? rest : in_args + ", " + rest; };

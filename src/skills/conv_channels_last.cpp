@@ -31,8 +31,9 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const sched
   if (y.dtype != ir::DType::kFloat32 || x.dtype != ir::DType::kFloat32) return "not float32";
   if (conv.attrs.i("groups") != 1) return "grouped";
   const size_t sp = x.shape.size() >= 2 ? x.shape.size() - 2 : 0;
-  // Measured on the H200 (bench/NOTES.md run 6): 3-d convs gained up to 2.5x over torch's NCHW engine
-  // (level1/60, 66); 1-d and 2-d ones ran at 0.79-1.11x of it, the transposes eating the conv's gain.
+  // Measured on the H200 (bench/NOTES.md run 6): 3-d convs gained up to 2.5x over eager on torch's NCHW
+  // engine (level1/60, 66, same run); 1-d and 2-d ones ran at 0.79-1.11x of run 5's NCHW times (a
+  // comparison across two runs), the transposes eating the conv's gain.
   if (sp != 3) return "not a 3-d convolution (1-d and 2-d ones measured no faster channels-last)";
   if (x.numel() == 0 || y.numel() == 0) return "empty";
   if (transpose) {

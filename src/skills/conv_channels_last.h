@@ -13,7 +13,8 @@
 // FLOPs at least kMinFlopsPerExtraByte per byte the transposes add (level1/63, 16 input channels and
 // an 8.5 GB output, has 4). Only 3-d convs: in run 6 on the H200 (bench/NOTES.md) the whole-program
 // times with this skill against torch's NCHW engine were 2.5x faster on level1/60 and 66 (3-d) and
-// 1.09-1.15x on level2/3 and 49 (3-d transposed), but 0.79-1.11x on nineteen 1-d and 2-d convs: the
+// 1.09-1.15x on level2/3 and 49 (3-d transposed), but 0.79-1.11x on seventeen 1-d and 2-d convs (all but
+// the first figure against run 5's times on the NCHW engine: across two runs of the same harness): the
 // probe's 1.3-2.1x faster channels-last engines did not survive the transposes there. The codegen
 // knob (channels_last = 1) still runs any 1-3-d conv channels-last, for experiments and the agent.
 #pragma once

@@ -7,24 +7,9 @@ namespace kforge::skills {
 
 namespace {
 
-int kernel_of(const schedule::Schedule& s, int node) {
-  for (size_t k = 0; k < s.kernels.size(); ++k) {
-    const auto& nodes = s.kernels[k].nodes;
-    if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) return static_cast<int>(k);
-  }
-  return -1;
-}
-
 bool alone_in_kernel(const schedule::Schedule& s, int node) {
   const int k = kernel_of(s, node);
   return k >= 0 && s.kernels[static_cast<size_t>(k)].nodes.size() == 1;
-}
-
-// Read only by `node`, and not a graph output.
-bool only_reader(const ir::Graph& g, ir::ValueIndex v, int node) {
-  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return false;
-  const auto users = g.users(v);
-  return !users.empty() && std::all_of(users.begin(), users.end(), [&](int u) { return u == node; });
 }
 
 int index_of(const ir::Graph& g, const ir::Node* n) {
@@ -50,7 +35,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site
   const int slice = index_of(g, g.producer(sn.inputs[0]));
   if (slice < 0) return "the scan's input is not made by a node";
   const ir::Node& sl = g.nodes()[static_cast<size_t>(slice)];
-  if (sl.op != ir::OpId::kSlice || !alone_in_kernel(s, slice) || !only_reader(g, sl.output, scan))
+  if (sl.op != ir::OpId::kSlice || !alone_in_kernel(s, slice) || !read_only_by(g, sl.output, scan))
     return "the scan's input is not a slice of its own read by the scan alone";
   const ir::TensorType& xt = g.type(sl.inputs[0]);
   if (norm_dim(sl.attrs.i("dim"), xt.shape.size()) != d || sl.attrs.i("start") != 0 || sl.attrs.i("step") != 1 ||
@@ -59,7 +44,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site
   if (xt.dtype != st.dtype) return "the scan changes the dtype";
   // The cat: [full(identity, size 1 along d), scan result] along d.
   const auto users = g.users(sn.output);
-  if (users.size() != 1 || !only_reader(g, sn.output, users[0])) return "the scan's result has other readers";
+  if (users.size() != 1 || !read_only_by(g, sn.output, users[0])) return "the scan's result has other readers";
   const int cat = users[0];
   const ir::Node& cn = g.nodes()[static_cast<size_t>(cat)];
   if (cn.op != ir::OpId::kCat || cn.inputs.size() != 2 || cn.inputs[1] != sn.output || !alone_in_kernel(s, cat) ||
@@ -70,7 +55,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site
   const ir::Node& fn = g.nodes()[static_cast<size_t>(full)];
   const double identity = sn.op == ir::OpId::kCumprod ? 1.0 : 0.0;
   const ir::TensorType& ft = g.type(fn.output);
-  if (fn.op != ir::OpId::kFull || !alone_in_kernel(s, full) || !only_reader(g, fn.output, cat) ||
+  if (fn.op != ir::OpId::kFull || !alone_in_kernel(s, full) || !read_only_by(g, fn.output, cat) ||
       fn.attrs.is_null("value") || fn.attrs.f("value") != identity || ft.dtype != st.dtype ||
       ft.shape.size() != st.shape.size() || ft.shape[static_cast<size_t>(d)] != 1)
     return "the first concatenated tensor is not the scan's identity of size 1 along its dim";

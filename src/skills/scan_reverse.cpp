@@ -19,20 +19,6 @@ int64_t flipped_dim(const ir::Graph& g, const schedule::Kernel& k) {
   return d >= 0 && d < rank ? d : -1;
 }
 
-bool only_reader(const ir::Graph& g, ir::ValueIndex v, int node) {
-  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return false;
-  const auto users = g.users(v);
-  return !users.empty() && std::all_of(users.begin(), users.end(), [&](int u) { return u == node; });
-}
-
-int kernel_of(const schedule::Schedule& s, int node) {
-  for (size_t k = 0; k < s.kernels.size(); ++k) {
-    const auto& nodes = s.kernels[k].nodes;
-    if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) return static_cast<int>(k);
-  }
-  return -1;
-}
-
 // For the scan kernel `k`: "" and the site when its input is flipped and its result flipped back.
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site* site) {
   const auto& scan_k = s.kernels[static_cast<size_t>(k)];
@@ -50,9 +36,9 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site
   const int first = kernel_of(s, producer);
   if (first < 0 || first >= k || flipped_dim(g, s.kernels[static_cast<size_t>(first)]) != dim)
     return "the scan's input is not flipped along its dim by a kernel of its own";
-  if (!only_reader(g, sn.inputs[0], scan)) return "the flipped input is read by others too";
+  if (!read_only_by(g, sn.inputs[0], scan)) return "the flipped input is read by others too";
   const auto users = g.users(sn.output);
-  if (users.size() != 1 || !only_reader(g, sn.output, users[0])) return "the scan's result has other readers";
+  if (users.size() != 1 || !read_only_by(g, sn.output, users[0])) return "the scan's result has other readers";
   const int second = kernel_of(s, users[0]);
   if (second <= k || flipped_dim(g, s.kernels[static_cast<size_t>(second)]) != dim)
     return "the scan's result is not flipped back along its dim by a kernel of its own";

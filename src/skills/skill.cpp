@@ -111,6 +111,20 @@ std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, Pa
   return out;
 }
 
+int kernel_of(const schedule::Schedule& s, int node) {
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const auto& nodes = s.kernels[k].nodes;
+    if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node) {
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return false;
+  const auto users = g.users(v);
+  return !users.empty() && std::all_of(users.begin(), users.end(), [&](int u) { return u == node; });
+}
+
 std::string prologue_illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer,
                              bool (*consumer_ok)(const ir::Graph&, const schedule::Kernel&),
                              const char* consumer_kind) {

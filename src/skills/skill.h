@@ -43,6 +43,13 @@ using PairRule = std::string (*)(const ir::Graph&, const schedule::Schedule&, in
 std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
                              std::string (*what)(const std::string& producer, const std::string& consumer));
 
+// The index of the kernel that computes `node`, or -1.
+int kernel_of(const schedule::Schedule& s, int node);
+
+// True when value v is read by `node` alone and is not a graph output (so it need never be stored
+// once `node` computes it in the same kernel).
+bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node);
+
 // Why the pointwise chain kernel `producer` cannot become the prologue of the one-node kernel
 // `consumer` ("" when it can): `consumer_ok` says whether the consumer is of the skill's kind
 // (`consumer_kind` describes it); the consumer's node reads the chain's result as its input 0; nothing
