@@ -61,8 +61,13 @@ def main():
         for name, fn in (("candidate", cand), ("eager", ref), ("compile", torch.compile(ref))):
             rows = kernel_table(fn, inputs)
             total = sum(r[0] for r in rows)
-            print("  %-9s %8.3f ms of kernels per forward" % (name, total))
-            for ms, count, key in rows[:8]:
+            with torch.no_grad():
+                out = fn(*inputs)
+            layout = ""
+            if isinstance(out, torch.Tensor):  # channels-last outputs skip the transpose back
+                layout = "  output %s stride %s" % (tuple(out.shape), out.stride())
+            print("  %-9s %8.3f ms of kernels per forward%s" % (name, total, layout))
+            for ms, count, key in rows[:10]:
                 print("    %8.3f ms  x%-4g %s" % (ms, count, key[:110]))
         del ref, cand
         torch._dynamo.reset()

@@ -342,19 +342,45 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   }
   // Lane l of a 16-byte load, as a 4-element array view of the float4 / int4 register.
   auto vec_t = [&](ir::ValueIndex v) { return ir::is_floating(g.type(v).dtype) ? "float4" : "int4"; };
-  os << "// The same chain, 4 elements per thread and iteration (16-byte loads and stores).\n"
+  // Each thread loads `unroll` 16-byte vectors (one grid stride apart, so a warp's accesses stay
+  // contiguous) before it computes and stores any: more bytes in flight per thread is what a
+  // bandwidth-bound chain needs to reach the DRAM's rate (one vector per iteration left ~10 % of it
+  // unused on the H200: level1 ReLU 3.37 ms against eager's 3.05, floor 3.07).
+  const int64_t unroll = std::clamp<int64_t>(ctx.kernel.knob("unroll", 4), 1, 8);
+  const std::string u = std::to_string(unroll);
+  const std::string n4 = std::to_string(n / 4) + "LL";
+  os << "// The same chain, 4 elements per 16-byte load and store, " << u << " vectors per thread in flight.\n"
      << "__global__ void __launch_bounds__(" << block << ") " << name << "_x4(" << decl.str() << out_decl << ") {\n"
-     << "  KF_GRID_STRIDE(q, " << n / 4 << "LL) {\n";
-  for (auto v : vector_loads) {
-    os << "    const " << vec_t(v) << " p" << v << " = reinterpret_cast<const " << vec_t(v) << "*>(in" << v << ")[q];\n"
-       << "    const " << ctype(g.type(v).dtype) << "* v" << v << " = reinterpret_cast<const " << ctype(g.type(v).dtype)
-       << "*>(&p" << v << ");\n";
-  }
+     << "  const int64_t step = (int64_t)gridDim.x * blockDim.x;\n"
+     << "  for (int64_t q0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q0 < " << n4 << "; q0 += " << u
+     << " * step) {\n";
+  std::vector<std::pair<std::string, std::string>> loaded;  // (array, pointer) of each vector load
+  for (auto v : vector_loads) loaded.emplace_back("p" + std::to_string(v), "in" + std::to_string(v));
   const std::string ovec = ir::is_floating(out_type.dtype) ? "float4" : "int4";
-  if (reads_out) {
-    os << "    const " << ovec << " pout = reinterpret_cast<const " << ovec << "*>(out)[q];\n"
-       << "    const " << out_t << "* vout = reinterpret_cast<const " << out_t << "*>(&pout);\n";
+  if (reads_out) loaded.emplace_back("pout", "out");
+  for (size_t j = 0; j < loaded.size(); ++j) {
+    const std::string t = j < vector_loads.size() ? vec_t(vector_loads[j]) : ovec;
+    os << "    " << t << " " << loaded[j].first << "[" << u << "];\n";
   }
+  os << "#pragma unroll\n"
+     << "    for (int u = 0; u < " << u << "; ++u) {\n"
+     << "      const int64_t q = q0 + u * step;\n"
+     << "      if (q < " << n4 << ") {\n";
+  for (size_t j = 0; j < loaded.size(); ++j) {
+    const std::string t = j < vector_loads.size() ? vec_t(vector_loads[j]) : ovec;
+    os << "        " << loaded[j].first << "[u] = reinterpret_cast<const " << t << "*>(" << loaded[j].second << ")[q];\n";
+  }
+  os << "      }\n"
+     << "    }\n"
+     << "#pragma unroll\n"
+     << "    for (int u = 0; u < " << u << "; ++u) {\n"
+     << "    const int64_t q = q0 + u * step;\n"
+     << "    if (q >= " << n4 << ") break;\n";
+  for (auto v : vector_loads) {
+    os << "    const " << ctype(g.type(v).dtype) << "* v" << v << " = reinterpret_cast<const " << ctype(g.type(v).dtype)
+       << "*>(&p" << v << "[u]);\n";
+  }
+  if (reads_out) os << "    const " << out_t << "* vout = reinterpret_cast<const " << out_t << "*>(&pout[u]);\n";
   os << "    " << ovec << " res;\n"
      << "    " << out_t << "* vres = reinterpret_cast<" << out_t << "*>(&res);\n"
      << "#pragma unroll\n"
@@ -364,12 +390,13 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
      << vector_body << "    vres[l] = " << out_var << ";\n"
      << "    }\n"
      << "    reinterpret_cast<" << ovec << "*>(out)[q] = res;\n"
+     << "    }\n"
      << "  }\n"
      << "}\n";
   std::string aligned = "(reinterpret_cast<uintptr_t>(" + out_arg + ")";
   for (auto v : vector_loads) aligned += " | reinterpret_cast<uintptr_t>(" + ctx.ptr(v, false) + ")";
   aligned += ") % 16 == 0";
-  launch = "  if (" + aligned + ") {\n  " + launch_of(name + "_x4", n / 4) + "  } else {\n  " + launch_of(name, n) +
+  launch = "  if (" + aligned + ") {\n  " + launch_of(name + "_x4", (n / 4 + unroll - 1) / unroll) + "  } else {\n  " + launch_of(name, n) +
            "  }\n  KF_LAUNCHED();\n";
   return os.str();
 }

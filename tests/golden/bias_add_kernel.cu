@@ -9,11 +9,23 @@ __global__ void __launch_bounds__(256) k0_add_kernel(const float* __restrict__ i
     out[i] = r2;
   }
 }
-// The same chain, 4 elements per thread and iteration (16-byte loads and stores).
+// The same chain, 4 elements per 16-byte load and store, 4 vectors per thread in flight.
 __global__ void __launch_bounds__(256) k0_add_kernel_x4(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out) {
-  KF_GRID_STRIDE(q, 3686400LL) {
-    const float4 p0 = reinterpret_cast<const float4*>(in0)[q];
-    const float* v0 = reinterpret_cast<const float*>(&p0);
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t q0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q0 < 3686400LL; q0 += 4 * step) {
+    float4 p0[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int64_t q = q0 + u * step;
+      if (q < 3686400LL) {
+        p0[u] = reinterpret_cast<const float4*>(in0)[q];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+    const int64_t q = q0 + u * step;
+    if (q >= 3686400LL) break;
+    const float* v0 = reinterpret_cast<const float*>(&p0[u]);
     float4 res;
     float* vres = reinterpret_cast<float*>(&res);
 #pragma unroll
@@ -25,13 +37,14 @@ __global__ void __launch_bounds__(256) k0_add_kernel_x4(const float* __restrict_
     vres[l] = r2;
     }
     reinterpret_cast<float4*>(out)[q] = res;
+    }
   }
 }
 }  // namespace
 
 extern "C" int k0_add(KfContext* ctx, void* const* bufs) {
   if ((reinterpret_cast<uintptr_t>(((float*)bufs[2])) | reinterpret_cast<uintptr_t>(((const float*)bufs[0]))) % 16 == 0) {
-    k0_add_kernel_x4<<<kf_grid(3686400LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
+    k0_add_kernel_x4<<<kf_grid(921600LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
   } else {
     k0_add_kernel<<<kf_grid(14745600LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
   }

@@ -9,11 +9,23 @@ __global__ void __launch_bounds__(256) k0_relu_kernel(const float* __restrict__ 
     out[i] = r1;
   }
 }
-// The same chain, 4 elements per thread and iteration (16-byte loads and stores).
+// The same chain, 4 elements per 16-byte load and store, 4 vectors per thread in flight.
 __global__ void __launch_bounds__(256) k0_relu_kernel_x4(const float* __restrict__ in0, float* __restrict__ out) {
-  KF_GRID_STRIDE(q, 402653184LL) {
-    const float4 p0 = reinterpret_cast<const float4*>(in0)[q];
-    const float* v0 = reinterpret_cast<const float*>(&p0);
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t q0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q0 < 402653184LL; q0 += 4 * step) {
+    float4 p0[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int64_t q = q0 + u * step;
+      if (q < 402653184LL) {
+        p0[u] = reinterpret_cast<const float4*>(in0)[q];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+    const int64_t q = q0 + u * step;
+    if (q >= 402653184LL) break;
+    const float* v0 = reinterpret_cast<const float*>(&p0[u]);
     float4 res;
     float* vres = reinterpret_cast<float*>(&res);
 #pragma unroll
@@ -25,13 +37,14 @@ __global__ void __launch_bounds__(256) k0_relu_kernel_x4(const float* __restrict
     vres[l] = r1;
     }
     reinterpret_cast<float4*>(out)[q] = res;
+    }
   }
 }
 }  // namespace
 
 extern "C" int k0_relu(KfContext* ctx, void* const* bufs) {
   if ((reinterpret_cast<uintptr_t>(((float*)bufs[1])) | reinterpret_cast<uintptr_t>(((const float*)bufs[0]))) % 16 == 0) {
-    k0_relu_kernel_x4<<<kf_grid(402653184LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((float*)bufs[1]));
+    k0_relu_kernel_x4<<<kf_grid(100663296LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((float*)bufs[1]));
   } else {
     k0_relu_kernel<<<kf_grid(1610612736LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((float*)bufs[1]));
   }
