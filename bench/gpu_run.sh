@@ -9,6 +9,8 @@
 #   bench/gpu_run.sh cuda-agent kernels   with PROFILE="level2/1_Conv2D_ReLU_BiasAdd ..." (and BENCH_EXTRA
 #                                         "--only ..." to build just those): per-kernel device times of
 #                                         candidate, eager and compile (bench/kernel_profile.py)
+#   bench/gpu_run.sh knob-kernels         the same for PROFILE's problems built with KNOB (channels_last=1)
+#                                         on the kernels of KNOB_STRATEGY (cudnn_conv): build_with_knob.py
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
 # LEVELS="level2" benches only the levels named (default: all of .gpu/kb); BENCH_EXTRA adds bench
 # options (e.g. "--only 1_Conv2D_ReLU_BiasAdd --disable-skill cudnn_fastest_engine").
@@ -72,7 +74,16 @@ for part in "$@"; do
       timeout "${PROFILE_LIMIT:-200}" $KFORGE_PYTHON bench/kernel_profile.py --cands /tmp/bench-cuda-agent \
         $(for p in ${PROFILE:-}; do echo ".gpu/kb/$p.py"; done) > "$OUT/kernel-profile.txt" 2>&1
       echo "kernel profile: exit $?"; tail -60 "$OUT/kernel-profile.txt" ;;
-    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels)" >&2 ;;
+    knob-kernels)
+      # The same profile for the problems in PROFILE built with KNOB (e.g. channels_last=1) set by hand
+      # on the kernels of KNOB_STRATEGY (default cudnn_conv): bench/build_with_knob.py.
+      rm -rf /tmp/knob-cands
+      timeout "${PROFILE_LIMIT:-200}" sh -c "$KFORGE_PYTHON bench/build_with_knob.py --out /tmp/knob-cands \
+        --strategy ${KNOB_STRATEGY:-cudnn_conv} --knob ${KNOB:-channels_last=1} $(for p in ${PROFILE:-}; do echo ".gpu/kb/$p.py"; done) &&
+        $KFORGE_PYTHON bench/kernel_profile.py --cands /tmp/knob-cands $(for p in ${PROFILE:-}; do echo ".gpu/kb/$p.py"; done)" \
+        > "$OUT/knob-kernel-profile.txt" 2>&1
+      echo "knob kernel profile: exit $?"; tail -40 "$OUT/knob-kernel-profile.txt" ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels)" >&2 ;;
   esac
 done
 if [ -f "$OUT/bench-tables.txt" ]; then

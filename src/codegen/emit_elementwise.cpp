@@ -368,7 +368,8 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
      << "      if (q < " << n4 << ") {\n";
   for (size_t j = 0; j < loaded.size(); ++j) {
     const std::string t = j < vector_loads.size() ? vec_t(vector_loads[j]) : ovec;
-    os << "        " << loaded[j].first << "[u] = reinterpret_cast<const " << t << "*>(" << loaded[j].second << ")[q];\n";
+    os << "        " << loaded[j].first << "[u] = reinterpret_cast<const " << t << "*>(" << loaded[j].second
+       << ")[q];\n";
   }
   os << "      }\n"
      << "    }\n"
@@ -396,8 +397,8 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   std::string aligned = "(reinterpret_cast<uintptr_t>(" + out_arg + ")";
   for (auto v : vector_loads) aligned += " | reinterpret_cast<uintptr_t>(" + ctx.ptr(v, false) + ")";
   aligned += ") % 16 == 0";
-  launch = "  if (" + aligned + ") {\n  " + launch_of(name + "_x4", (n / 4 + unroll - 1) / unroll) + "  } else {\n  " + launch_of(name, n) +
-           "  }\n  KF_LAUNCHED();\n";
+  launch = "  if (" + aligned + ") {\n  " + launch_of(name + "_x4", (n / 4 + unroll - 1) / unroll) + "  } else {\n  " +
+           launch_of(name, n) + "  }\n  KF_LAUNCHED();\n";
   return os.str();
 }
 
