@@ -78,9 +78,10 @@ for part in "$@"; do
       # The same profile for the problems in PROFILE built with KNOB (e.g. channels_last=1) set by hand
       # on the kernels of KNOB_STRATEGY (default cudnn_conv): bench/build_with_knob.py.
       rm -rf /tmp/knob-cands
-      timeout "${PROFILE_LIMIT:-200}" sh -c "$KFORGE_PYTHON bench/build_with_knob.py --out /tmp/knob-cands \
-        --strategy ${KNOB_STRATEGY:-cudnn_conv} --knob ${KNOB:-channels_last=1} $(for p in ${PROFILE:-}; do echo ".gpu/kb/$p.py"; done) &&
-        $KFORGE_PYTHON bench/kernel_profile.py --cands /tmp/knob-cands $(for p in ${PROFILE:-}; do echo ".gpu/kb/$p.py"; done)" \
+      files=(); for p in ${PROFILE:-}; do files+=(".gpu/kb/$p.py"); done
+      { timeout 120 $KFORGE_PYTHON bench/build_with_knob.py --out /tmp/knob-cands --strategy "${KNOB_STRATEGY:-cudnn_conv}" \
+          --knob "${KNOB:-channels_last=1}" "${files[@]}" &&
+        timeout "${PROFILE_LIMIT:-200}" $KFORGE_PYTHON bench/kernel_profile.py --cands /tmp/knob-cands "${files[@]}"; } \
         > "$OUT/knob-kernel-profile.txt" 2>&1
       echo "knob kernel profile: exit $?"; tail -40 "$OUT/knob-kernel-profile.txt" ;;
     *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels)" >&2 ;;

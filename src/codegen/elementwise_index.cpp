@@ -1,6 +1,7 @@
 // Broadcast offsets as straight-line index arithmetic with the shapes baked in.
 #include "codegen/elementwise_index.h"
 
+#include <climits>
 #include <sstream>
 
 namespace kforge::codegen {
@@ -11,10 +12,28 @@ std::vector<int64_t> contiguous_strides(const ir::Shape& s) {
   return st;
 }
 
-std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const std::string& i) {
+namespace {
+
+// Index arithmetic in 32 bits when every index of `out` fits: a division by a constant is then one
+// multiply-high instead of a 64-bit sequence, per element of every broadcast operand.
+struct IndexMath {
+  std::string i, suffix;
+  IndexMath(const ir::Shape& out, const std::string& index) {
+    const bool narrow = ir::TensorType{out, ir::DType::kFloat32}.numel() <= int64_t{INT32_MAX};
+    i = narrow ? "(unsigned)(" + index + ")" : index;
+    suffix = narrow ? "u" : "LL";
+  }
+  std::string k(int64_t v) const { return std::to_string(v) + suffix; }
+};
+
+}  // namespace
+
+std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const std::string& index) {
   ir::TensorType ti{in, ir::DType::kFloat32};
-  if (in == out) return i;
+  if (in == out) return index;
   if (ti.numel() == 1) return "0";
+  const IndexMath m(out, index);
+  const std::string& i = m.i;
   size_t lead = out.size() - in.size();
   auto in_strides = contiguous_strides(in);
   auto out_strides = contiguous_strides(out);
@@ -22,7 +41,7 @@ std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const st
   // suffix of the output (e.g. bias [C] over [N, C]).
   bool suffix = true;
   for (size_t d = 0; d < in.size(); ++d) suffix = suffix && in[d] == out[lead + d];
-  if (suffix) return "(" + i + " % " + std::to_string(ti.numel()) + "LL)";
+  if (suffix) return "(" + i + " % " + m.k(ti.numel()) + ")";
   std::ostringstream os;
   os << "(";
   bool first = true;
@@ -31,19 +50,20 @@ std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const st
     size_t od = lead + d;
     if (!first) os << " + ";
     first = false;
-    os << "((" << i << " / " << out_strides[od] << "LL) % " << out[od] << "LL) * " << in_strides[d] << "LL";
+    os << "((" << i << " / " << m.k(out_strides[od]) << ") % " << m.k(out[od]) << ") * " << m.k(in_strides[d]);
   }
   if (first) os << "0";
   os << ")";
   return os.str();
 }
 
-std::string channel_offset(const ir::Shape& out, const std::string& i) {
+std::string channel_offset(const ir::Shape& out, const std::string& index) {
   int64_t inner = 1;
   for (size_t d = 2; d < out.size(); ++d) inner *= out[d];
-  const std::string channels = std::to_string(out.size() > 1 ? out[1] : 1);
-  if (inner == 1) return "(" + i + " % " + channels + "LL)";
-  return "((" + i + " / " + std::to_string(inner) + "LL) % " + channels + "LL)";
+  const IndexMath m(out, index);
+  const std::string channels = m.k(out.size() > 1 ? out[1] : 1);
+  if (inner == 1) return "(" + m.i + " % " + channels + ")";
+  return "((" + m.i + " / " + m.k(inner) + ") % " + channels + ")";
 }
 
 }  // namespace kforge::codegen

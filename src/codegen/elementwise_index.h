@@ -8,7 +8,8 @@
 namespace kforge::codegen {
 
 // C expression of the element offset into a contiguous tensor of shape `in` that broadcasts to
-// `out`, at linear output index `i` (an int64_t variable). Same shape: just `i`.
+// `out`, at linear output index `i` (an int64_t variable). Same shape: just `i`. In 32-bit arithmetic
+// (an unsigned expression) when every index of `out` fits in 31 bits.
 std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const std::string& i);
 
 // C expression of the channel (dim 1) of linear index `i` into a contiguous tensor of shape `out`

@@ -4,7 +4,10 @@
 // NCHW: the input and the weight are transposed into scratch (ctx->workspace), cuDNN writes a
 // channels-last result there, and one pass transposes it back into the output, adding the bias and
 // computing the epilogue's chain (conv_epilogue) on the way, so the output is written once.
-// Both transposes go through 32x32 shared-memory tiles, so reads and writes are coalesced.
+// Both transposes go through shared-memory tiles, so reads and writes are coalesced: for fp32 with
+// channel and position counts that are multiples of 4, tiles of 32 channels x 128 positions moved 16
+// bytes at a time (the first version's 32x32 scalar tiles ran at half the rate of Inductor's
+// transposes on the H200, bench/NOTES.md run 7); few input channels (an image's 3) go by a gather.
 
 #include <algorithm>
 #include <sstream>
@@ -21,7 +24,72 @@ size_t round_up(size_t bytes) {
 }
 
 const char* kToChannelsLast =
-    "// [B][C][S] -> [B][S][C] in 32x32 tiles through shared memory: reads along S, writes along C.\n"
+    "// [B][C][S] -> [B][S][C]. Three kernels, chosen at launch:\n"
+    "//  - float with C and S multiples of 4 (16-byte aligned), C >= 16: tiles of 32 channels x 128\n"
+    "//    positions through shared memory, 16-byte loads along S and stores along C, 4 of each per thread;\n"
+    "//  - C < 16 (e.g. an image's 3 channels, where a 32-channel tile would be mostly empty): one thread\n"
+    "//    per output element, 4 per thread in flight, writes coalesced, reads from C streams;\n"
+    "//  - otherwise 32x32 scalar tiles.\n"
+    "// The row stride of the tiles is 129 floats: both the writes and the reads of a warp hit 32 banks.\n"
+    "__global__ void __launch_bounds__(256) kf_to_channels_last_x4(const float* __restrict__ src,\n"
+    "                                                              float* __restrict__ dst, long long C,\n"
+    "                                                              long long S, long long B) {\n"
+    "  __shared__ float tile[32][129];\n"
+    "  const long long s0 = (long long)blockIdx.x * 128, c0 = (long long)blockIdx.y * 32;\n"
+    "  const int row = threadIdx.x >> 3, chunk = threadIdx.x & 7;  // loads: channel row, 4-position chunk\n"
+    "  const int quad = threadIdx.x & 7, pos = threadIdx.x >> 3;    // stores: 4-channel quad, position\n"
+    "  for (long long b = blockIdx.z; b < B; b += gridDim.z) {\n"
+    "    const float* sb = src + (b * C + c0) * S + s0;\n"
+    "    float* db = dst + (b * S + s0) * C + c0;\n"
+    "    float4 v[4];\n"
+    "#pragma unroll\n"
+    "    for (int k = 0; k < 4; ++k) {\n"
+    "      const int s = 32 * k + 4 * chunk;\n"
+    "      if (c0 + row < C && s0 + s < S) v[k] = *reinterpret_cast<const float4*>(sb + row * S + s);\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int k = 0; k < 4; ++k) {\n"
+    "      const int s = 32 * k + 4 * chunk;\n"
+    "      tile[row][s] = v[k].x;\n"
+    "      tile[row][s + 1] = v[k].y;\n"
+    "      tile[row][s + 2] = v[k].z;\n"
+    "      tile[row][s + 3] = v[k].w;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "#pragma unroll\n"
+    "    for (int r = 0; r < 4; ++r) {\n"
+    "      const int s = pos + 32 * r;\n"
+    "      if (s0 + s < S && c0 + 4 * quad < C) {\n"
+    "        const float4 o = make_float4(tile[4 * quad][s], tile[4 * quad + 1][s], tile[4 * quad + 2][s],\n"
+    "                                     tile[4 * quad + 3][s]);\n"
+    "        *reinterpret_cast<float4*>(db + s * C + 4 * quad) = o;\n"
+    "      }\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "}\n\n"
+    "template <typename T, typename I>\n"
+    "__global__ void __launch_bounds__(256) kf_to_channels_last_gather(const T* __restrict__ src, T* __restrict__ "
+    "dst,\n"
+    "                                                                  I C, I S, I total) {\n"
+    "  const I step = (I)gridDim.x * blockDim.x;\n"
+    "  for (I o0 = (I)blockIdx.x * blockDim.x + threadIdx.x; o0 < total; o0 += 4 * step) {\n"
+    "    T v[4];\n"
+    "#pragma unroll\n"
+    "    for (int k = 0; k < 4; ++k) {\n"
+    "      const I o = o0 + k * step;\n"
+    "      if (o < total) {\n"
+    "        const I c = o % C, bs = o / C;\n"
+    "        v[k] = src[(bs / S * C + c) * S + bs % S];\n"
+    "      }\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int k = 0; k < 4; ++k) {\n"
+    "      const I o = o0 + k * step;\n"
+    "      if (o < total) dst[o] = v[k];\n"
+    "    }\n"
+    "  }\n"
+    "}\n\n"
     "template <typename T>\n"
     "__global__ void __launch_bounds__(256) kf_to_channels_last(const T* __restrict__ src, T* __restrict__ dst,\n"
     "                                                           long long C, long long S, long long B) {\n"
@@ -42,11 +110,30 @@ const char* kToChannelsLast =
     "    __syncthreads();\n"
     "  }\n"
     "}\n\n"
-    "// The launch of one transpose: tiles over S (x) and C (y), batches over z (at most 65535, looped).\n"
+    "// The launch of one transpose (batches over grid z, at most 65535, looped).\n"
     "template <typename T>\n"
     "void kf_launch_to_channels_last(const T* src, T* dst, long long C, long long S, long long B, cudaStream_t s) {\n"
-    "  const dim3 grid((unsigned)((S + 31) / 32), (unsigned)((C + 31) / 32), (unsigned)(B < 65535 ? B : 65535));\n"
-    "  kf_to_channels_last<T><<<grid, dim3(32, 8), 0, s>>>(src, dst, C, S, B);\n"
+    "  const unsigned z = (unsigned)(B < 65535 ? B : 65535);\n"
+    "  const bool aligned = ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) % 16) == 0;\n"
+    "  if (sizeof(T) == 4 && C % 4 == 0 && S % 4 == 0 && C >= 16 && aligned) {\n"
+    "    const dim3 grid((unsigned)((S + 127) / 128), (unsigned)((C + 31) / 32), z);\n"
+    "    kf_to_channels_last_x4<<<grid, 256, 0, s>>>(reinterpret_cast<const float*>(src), "
+    "reinterpret_cast<float*>(dst),\n"
+    "                                               C, S, B);\n"
+    "  } else if (C < 16) {\n"
+    "    const long long total = C * S * B;\n"
+    "    const long long blocks = (total + 4 * 256 - 1) / (4 * 256);\n"
+    "    const unsigned grid = (unsigned)(blocks < 132LL * 32 ? blocks : 132LL * 32);\n"
+    "    if (total < (1LL << 31)) {\n"
+    "      kf_to_channels_last_gather<T, unsigned><<<grid, 256, 0, s>>>(src, dst, (unsigned)C, (unsigned)S, "
+    "(unsigned)total);\n"
+    "    } else {\n"
+    "      kf_to_channels_last_gather<T, long long><<<grid, 256, 0, s>>>(src, dst, C, S, total);\n"
+    "    }\n"
+    "  } else {\n"
+    "    const dim3 grid((unsigned)((S + 31) / 32), (unsigned)((C + 31) / 32), z);\n"
+    "    kf_to_channels_last<T><<<grid, dim3(32, 8), 0, s>>>(src, dst, C, S, B);\n"
+    "  }\n"
     "}\n";
 
 }  // namespace
@@ -77,13 +164,71 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
   os << "namespace {\n" << kconv_definition(ctx, g, true) << "\n" << kToChannelsLast << "\n";
   if (epi != nullptr) os << epi->chain.code << "\n";
   // The way back: [N][S][C] -> [N][C][S], bias and chain applied at the NCHW index.
-  os << "// The result back to NCHW (tiles: reads along C, writes along S)"
-     << (has_bias ? ", the bias added (rounded to the tensor's type, as torch's separate add)" : "")
-     << (epi != nullptr ? ", then the epilogue's chain" : "") << ".\n"
-     << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last(const " << T << "* __restrict__ ycl, "
-     << (has_bias ? "const " + T + "* __restrict__ bias, " : "")
-     << (epi != nullptr && !epi->chain.params.empty() ? epi->chain.params + ", " : "") << OT
-     << "* __restrict__ out) {\n"
+  const std::string params =
+      std::string("(const ") + T + "* __restrict__ ycl, " + (has_bias ? "const " + T + "* __restrict__ bias, " : "") +
+      (epi != nullptr && !epi->chain.params.empty() ? epi->chain.params + ", " : "") + OT + "* __restrict__ out)";
+  // The output element at NCHW index i from the conv's value `tv` (of channel c).
+  auto value_at = [&](const std::string& tv) {
+    const std::string v = has_bias ? "(" + T + ")((" + A + ")" + tv + " + (" + A + ")bias[c])" : tv;
+    return epi != nullptr
+               ? epi->name + "(i, " + v + (epi->chain.call_args.empty() ? "" : ", " + epi->chain.call_args) + ")"
+               : v;
+  };
+  const std::string what = std::string(has_bias ? ", the bias added (rounded to the tensor's type, as torch's "
+                                                  "separate add)"
+                                                : "") +
+                           (epi != nullptr ? ", then the epilogue's chain" : "");
+  // The 16-byte form (fp32 in and out, C and S multiples of 4, C >= 16): tiles of 32 channels x 128
+  // positions, loads along C and stores along S 16 bytes wide, 4 of each per thread; the tile's row
+  // stride of 129 floats keeps a warp's shared-memory writes and reads on 32 banks.
+  const bool vector = T == "float" && OT == "float" && g.cout % 4 == 0 && s_out % 4 == 0 && g.cout >= 16;
+  if (vector) {
+    os << "// The result back to NCHW, 16 bytes wide" << what << ".\n"
+       << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last_x4" << params << " {\n"
+       << "  constexpr long long C = " << g.cout << "LL, S = " << s_out << "LL, N = " << g.n << "LL;\n"
+       << "  __shared__ float tile[32][129];\n"
+       << "  const long long s0 = (long long)blockIdx.x * 128, c0 = (long long)blockIdx.y * 32;\n"
+       << "  const int quad = threadIdx.x & 7, pos = threadIdx.x >> 3;    // loads: 4-channel quad, position\n"
+       << "  const int row = threadIdx.x >> 3, chunk = threadIdx.x & 7;  // stores: channel row, 4-position chunk\n"
+       << "  for (long long n = blockIdx.z; n < N; n += gridDim.z) {\n"
+       << "    const float* yb = ycl + (n * S + s0) * C + c0;\n"
+       << "    float4 v[4];\n"
+       << "#pragma unroll\n"
+       << "    for (int r = 0; r < 4; ++r) {\n"
+       << "      const int s = pos + 32 * r;\n"
+       << "      if (s0 + s < S && c0 + 4 * quad < C) v[r] = *reinterpret_cast<const float4*>(yb + s * C + 4 * quad);\n"
+       << "    }\n"
+       << "#pragma unroll\n"
+       << "    for (int r = 0; r < 4; ++r) {\n"
+       << "      const int s = pos + 32 * r;\n"
+       << "      tile[4 * quad][s] = v[r].x;\n"
+       << "      tile[4 * quad + 1][s] = v[r].y;\n"
+       << "      tile[4 * quad + 2][s] = v[r].z;\n"
+       << "      tile[4 * quad + 3][s] = v[r].w;\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "    const long long c = c0 + row;\n"
+       << "#pragma unroll\n"
+       << "    for (int k = 0; k < 4; ++k) {\n"
+       << "      const int s = 32 * k + 4 * chunk;\n"
+       << "      if (c < C && s0 + s < S) {\n"
+       << "        float4 o;\n"
+       << "        float* vo = reinterpret_cast<float*>(&o);\n"
+       << "#pragma unroll\n"
+       << "        for (int l = 0; l < 4; ++l) {\n"
+       << "          const long long i = (n * C + c) * S + s0 + s + l;\n"
+       << "          (void)i;\n"
+       << "          vo[l] = " << value_at("tile[row][s + l]") << ";\n"
+       << "        }\n"
+       << "        *reinterpret_cast<float4*>(out + (n * C + c) * S + s0 + s) = o;\n"
+       << "      }\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "  }\n"
+       << "}\n";
+  }
+  os << "// The result back to NCHW (32x32 tiles: reads along C, writes along S)" << what << ".\n"
+     << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last" << params << " {\n"
      << "  constexpr long long C = " << g.cout << "LL, S = " << s_out << "LL, N = " << g.n << "LL;\n"
      << "  __shared__ " << T << " tile[32][33];\n"
      << "  const long long s0 = (long long)blockIdx.x * 32, c0 = (long long)blockIdx.y * 32;\n"
@@ -98,13 +243,7 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
      << "      if (c < C && s < S) {\n"
      << "        const long long i = (n * C + c) * S + s;\n"
      << "        (void)i;\n"
-     << "        const " << T << " v = "
-     << (has_bias ? "(" + T + ")((" + A + ")tile[threadIdx.x][j] + (" + A + ")bias[c])" : "tile[threadIdx.x][j]")
-     << ";\n"
-     << "        out[i] = "
-     << (epi != nullptr ? epi->name + "(i, v" + (epi->chain.call_args.empty() ? "" : ", " + epi->chain.call_args) + ")"
-                        : "v")
-     << ";\n"
+     << "        out[i] = " << value_at("tile[threadIdx.x][j]") << ";\n"
      << "      }\n"
      << "    }\n"
      << "    __syncthreads();\n"
@@ -130,12 +269,19 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
      << "  conv_ctx.workspace_bytes = ctx->workspace_bytes - " << off_ws << "ULL;\n"
      << "  const int rc = kf_cudnn_conv(&conv_ctx, &kConv, xcl, wcl, ycl);\n"
      << "  if (rc != 0) return rc;\n"
-     << "  const dim3 grid(" << (s_out + 31) / 32 << "u, " << (g.cout + 31) / 32 << "u, "
-     << std::min<int64_t>(g.n, 65535) << "u);\n"
-     << "  " << name << "_from_channels_last<<<grid, dim3(32, 8), 0, ctx->stream>>>(ycl, "
-     << (has_bias ? ctx.in_ptr(2) + ", " : "")
-     << (epi != nullptr && !epi->chain.host_args.empty() ? epi->chain.host_args + ", " : "") << ctx.out_ptr() << ");\n"
-     << "  KF_LAUNCHED();\n"
+     << "  const unsigned batches = " << std::min<int64_t>(g.n, 65535) << "u;\n";
+  const std::string back_args = "(ycl, " + (has_bias ? ctx.in_ptr(2) + ", " : "") +
+                                (epi != nullptr && !epi->chain.host_args.empty() ? epi->chain.host_args + ", " : "") +
+                                ctx.out_ptr() + ");\n";
+  if (vector) {
+    os << "  if (reinterpret_cast<uintptr_t>(" << ctx.out_ptr() << ") % 16 == 0) {\n"
+       << "    " << name << "_from_channels_last_x4<<<dim3(" << (s_out + 127) / 128 << "u, " << (g.cout + 31) / 32
+       << "u, batches), 256, 0, ctx->stream>>>" << back_args << "  } else {\n  ";
+  }
+  os << "  " << name << "_from_channels_last<<<dim3(" << (s_out + 31) / 32 << "u, " << (g.cout + 31) / 32
+     << "u, batches), dim3(32, 8), 0, ctx->stream>>>" << back_args;
+  if (vector) os << "  }\n";
+  os << "  KF_LAUNCHED();\n"
      << "  return 0;\n"
      << "}\n";
   launches = 4;

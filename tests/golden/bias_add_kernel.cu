@@ -5,7 +5,7 @@ namespace {
 __global__ void __launch_bounds__(256) k0_add_kernel(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out) {
   KF_GRID_STRIDE(i, 14745600LL) {
     float r2;
-    { typedef float T; const T a = T(in0[i]); const T b = T(in1[(((i / 900LL) % 128LL) * 1LL)]); r2 = (float)((a + b)); }
+    { typedef float T; const T a = T(in0[i]); const T b = T(in1[((((unsigned)(i) / 900u) % 128u) * 1u)]); r2 = (float)((a + b)); }
     out[i] = r2;
   }
 }
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(256) k0_add_kernel_x4(const float* __restrict_
     const int64_t i = q * 4 + l;
     (void)i;
     float r2;
-    { typedef float T; const T a = T(v0[l]); const T b = T(in1[(((i / 900LL) % 128LL) * 1LL)]); r2 = (float)((a + b)); }
+    { typedef float T; const T a = T(v0[l]); const T b = T(in1[((((unsigned)(i) / 900u) % 128u) * 1u)]); r2 = (float)((a + b)); }
     vres[l] = r2;
     }
     reinterpret_cast<float4*>(out)[q] = res;

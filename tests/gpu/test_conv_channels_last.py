@@ -2,7 +2,7 @@
 conv_channels_last skill sets on 3-d convs; ctest label gpu, skipped without a GPU): the conv runs on
 channels-last copies and the result comes back to NCHW with the bias and the epilogue, verified
 against torch on fresh random inputs under the cuda-agent protocol (1e-2): a 2-d conv with an
-epilogue, one without bias at odd sizes, a transposed 3-d conv, a 1-d conv (the knob set in the
+epilogue, one without bias at odd sizes, one with 3 input channels, a transposed 3-d conv, a 1-d conv (the knob set in the
 schedule by hand) and a 3-d conv (the default planner's own choice)."""
 import json
 import os
@@ -24,6 +24,9 @@ PROBLEMS = {
                            "(5, 40, 25, 21)"),
     "conv_transpose3d": ("nn.ConvTranspose3d(32, 48, 3, stride=2, padding=1, output_padding=1)",
                          "torch.sigmoid(self.conv(x)) - self.p", "(48, 1, 1, 1)", "(4, 32, 8, 10, 12)"),
+    # 3 input channels (an image): the input goes channels-last by the gather kernel, not by tiles.
+    "conv2d_rgb": ("nn.Conv2d(3, 32, 5, stride=2, padding=1)", "torch.relu(self.conv(x)) - self.p", "(32, 1, 1)",
+                   "(6, 3, 66, 50)"),
     "conv1d": ("nn.Conv1d(64, 96, 5, padding=2)", "torch.relu(self.conv(x) + self.p)", "(96, 1)", "(16, 64, 300)"),
     "conv3d_planned": ("nn.Conv3d(32, 64, 3)", "torch.relu(self.conv(x)) * self.p", "(64, 1, 1, 1)",
                        "(4, 32, 14, 14, 14)"),

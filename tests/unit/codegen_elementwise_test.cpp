@@ -58,8 +58,13 @@ TEST(CodegenElementwise, BiasBroadcastGolden) {
 TEST(CodegenElementwise, BroadcastOffsets) {
   EXPECT_EQ(broadcast_offset({4, 5}, {4, 5}, "i"), "i");
   EXPECT_EQ(broadcast_offset({1}, {4, 5}, "i"), "0");
-  EXPECT_EQ(broadcast_offset({5}, {4, 5}, "i"), "(i % 5LL)");
-  EXPECT_EQ(broadcast_offset({4, 1}, {4, 5}, "i"), "(((i / 5LL) % 4LL) * 1LL)");
+  // 32-bit arithmetic while every output index fits in 31 bits, 64-bit beyond.
+  EXPECT_EQ(broadcast_offset({5}, {4, 5}, "i"), "((unsigned)(i) % 5u)");
+  EXPECT_EQ(broadcast_offset({4, 1}, {4, 5}, "i"), "((((unsigned)(i) / 5u) % 4u) * 1u)");
+  EXPECT_EQ(broadcast_offset({4, 1}, {4, 1LL << 30}, "i"), "(((i / 1073741824LL) % 4LL) * 1LL)");
+  EXPECT_EQ(broadcast_offset({2, 1}, {2, (1LL << 30) - 1}, "i"), "((((unsigned)(i) / 1073741823u) % 2u) * 1u)");
+  EXPECT_EQ(channel_offset({8, 3, 5}, "i"), "(((unsigned)(i) / 5u) % 3u)");
+  EXPECT_EQ(channel_offset({8, 3, 1LL << 29}, "i"), "((i / 536870912LL) % 3LL)");
 }
 
 TEST(CodegenElementwise, ScalarOperandsAndReverse) {

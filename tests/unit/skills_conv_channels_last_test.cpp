@@ -137,8 +137,10 @@ TEST(ConvChannelsLast, TheEpilogueRunsInThePassBackAndItBuilds) {
   EXPECT_TRUE(has(code, "kf_cudnn_conv(&conv_ctx, &kConv, xcl, wcl, ycl);")) << code;
   // One pass back: the bias of the channel, then the relu, written at the NCHW index; no other pass.
   EXPECT_TRUE(has(code, "constexpr long long C = 64LL, S = 900LL, N = 8LL;")) << code;
-  EXPECT_TRUE(has(code, "const float v = (float)((float)tile[threadIdx.x][j] + (float)bias[c]);")) << code;
-  EXPECT_TRUE(has(code, "out[i] = k0_conv_chain(i, v);")) << code;
+  // 64 channels, 900 positions: the 16-byte tiles (and the scalar ones for a misaligned output).
+  EXPECT_TRUE(has(code, "vo[l] = k0_conv_chain(i, (float)((float)tile[row][s + l] + (float)bias[c]));")) << code;
+  EXPECT_TRUE(has(code, "out[i] = k0_conv_chain(i, (float)((float)tile[threadIdx.x][j] + (float)bias[c]));")) << code;
+  EXPECT_TRUE(has(code, "k0_conv_conv_from_channels_last_x4<<<dim3(8u, 2u, batches), 256")) << code;
   EXPECT_FALSE(has(code, "_epilogue<<<")) << code;
   EXPECT_FALSE(has(code, "_bias<<<")) << code;
   // Scratch: input, weight and output copies (each rounded to 256 bytes), then cuDNN's workspace.

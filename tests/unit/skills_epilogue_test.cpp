@@ -81,12 +81,12 @@ TEST(BatchNormInference, EmitsTorchsInferenceTransformPerChannel) {
   // Channel of index i over [2, 8, 8, 8]: (i / 64) % 8, for weight (value 3), bias (4), mean (5) and
   // variance (6) alike; the input c is value 8.
   EXPECT_TRUE(has(code,
-                  "const T x = T(in8[i]); const T invstd = T(1) / sqrt(T(in6[((i / 64LL) % 8LL)]) + "
+                  "const T x = T(in8[i]); const T invstd = T(1) / sqrt(T(in6[(((unsigned)(i) / 64u) % 8u)]) + "
                   "T(9.99999975e-06f));"))
       << code;
   EXPECT_TRUE(has(code,
-                  "(((x - T(in5[((i / 64LL) % 8LL)])) * invstd) * T(in3[((i / 64LL) % 8LL)])) + "
-                  "T(in4[((i / 64LL) % 8LL)])"))
+                  "(((x - T(in5[(((unsigned)(i) / 64u) % 8u)])) * invstd) * T(in3[(((unsigned)(i) / 64u) % 8u)])) + "
+                  "T(in4[(((unsigned)(i) / 64u) % 8u)])"))
       << code;
 }
 

@@ -114,7 +114,7 @@ TEST(DefaultPlanner, FusedChainKeepsIntermediatesInRegistersAndBuilds) {
   const std::string& code = p->kernels[0].code;
   // One load of x, one of b (broadcast over rows), one store; t and u stay in registers.
   EXPECT_NE(code.find("in0[i]"), std::string::npos) << code;
-  EXPECT_NE(code.find("in1[(i % 16LL)]"), std::string::npos) << code;
+  EXPECT_NE(code.find("in1[((unsigned)(i) % 16u)]"), std::string::npos) << code;
   EXPECT_NE(code.find("const T a = T(r2); const T b = T(in1"), std::string::npos) << code;
   EXPECT_EQ(p->buffers.slots[static_cast<size_t>(g.find("t"))].storage, codegen::Storage::kRegister);
   EXPECT_EQ(p->buffers.slots[static_cast<size_t>(g.find("u"))].storage, codegen::Storage::kRegister);
