@@ -44,6 +44,7 @@ int skill_tier(const std::string& skill) {
   // Fusions around scans (a prologue, flips and a shifted concatenation folded into the scan's indexing).
   if (skill == "scan_prologue" || skill == "scan_reverse" || skill == "scan_exclusive") return 1;
   if (skill == "tf32_contractions") return 2;
+  if (skill == "conv_engine_search") return 3;  // tuning: engines timed on the device
   return 2;
 }
 

@@ -391,6 +391,8 @@ std::string kconv_definition(const EmitContext& ctx, const ConvGeom& g, bool cha
   out_dims.insert(out_dims.end(), v.out_sp.begin(), v.out_sp.end());
   const bool exact = dt == ir::DType::kFloat32 && ctx.sched.precision == "3xtf32";
   const std::string compute = dt == ir::DType::kFloat64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT";
+  // The knob "engine_search" (the conv_engine_search skill): how many engines to time.
+  const int64_t search = std::clamp<int64_t>(ctx.kernel.knob("engine_search", 0), 0, 64);
   std::ostringstream os;
   os << "// kf_cudnn_conv runs the cuDNN engine torch runs for this problem (its heuristics, order and filters)"
      << (channels_last ? ",\n// here for channels-last tensors, as torch runs a channels-last conv" : "") << ".\n"
@@ -415,6 +417,8 @@ std::string kconv_definition(const EmitContext& ctx, const ConvGeom& g, bool cha
      << "    " << padded_list(v.stride, 3) << ",  // stride\n"
      << "    " << padded_list(v.dil, 3) << ",  // dilation\n"
      << "    " << (channels_last ? 1 : 0) << ",  // channels_last\n"
+     << "    " << search << ",  // engine_search"
+     << (search > 0 ? ": the fastest of this many engines, timed on the first call" : ": torch's engine") << "\n"
      << "};\n";
   return os.str();
 }

@@ -6,6 +6,7 @@
 #include "skills/batch_norm_inference.h"
 #include "skills/constant_output.h"
 #include "skills/conv_channels_last.h"
+#include "skills/conv_engine_search.h"
 #include "skills/conv_epilogue.h"
 #include "skills/einsum_gemm.h"
 #include "skills/fuse_elementwise.h"
@@ -84,6 +85,11 @@ const std::vector<Skill>& all_skills() {
        "2-d ones, left out); costs the transposes (applied where the conv has at least 40 FLOPs per byte they "
        "add) and another TF32 engine's rounding (tolerance >= 1e-3)",
        conv_channels_last_sites, conv_channels_last},
+      {"conv_engine_search",
+       "times several cuDNN engines (torch's candidates, in its order) on a convolution's first call and keeps "
+       "the fastest, as torch.backends.cudnn.benchmark does (torch's default runs the first that works); costs "
+       "the first call three runs of each engine and another engine's rounding (tolerance >= 1e-3)",
+       conv_engine_search_sites, conv_engine_search},
   };
   return skills;
 }

@@ -90,3 +90,25 @@ def test_channels_last_conv_is_correct_on_the_gpu(tmp_path, name):
     res = json.loads(r.stdout)
     assert r.returncode == 0 and res["outcome"] == "ok" and res["verified"], res
     assert res["max_abs_err"] < 1e-2, res
+
+
+def test_engine_search_keeps_a_verified_engine(tmp_path):
+    """conv_engine_search (the default planner's, cuda-agent): the first call times several cuDNN
+    engines and keeps the fastest; the result is verified like any other, and the log names the choice."""
+    path = problem(tmp_path, "conv2d_epilogue")
+    schedule = tmp_path / "schedule.json"
+    r = run("plan", path, "--protocol", "cuda-agent", "--out", str(schedule))
+    assert r.returncode == 0, r.stderr + r.stdout
+    sched = json.loads(schedule.read_text())
+    assert any(a.startswith("conv_engine_search") for a in sched["applied"]), sched["applied"]
+    out = tmp_path / "out"
+    r = run("build", path, "--schedule", str(schedule), "--protocol", "cuda-agent", "--out", str(out))
+    assert r.returncode == 0, r.stderr + r.stdout
+    env = dict(os.environ, KFORGE_CUDNN_LOG="1")
+    r = subprocess.run([KFORGE, "evaluate", path, str(out / "model_new.py"), "--protocol", "cuda-agent", "--json",
+                        "--no-profile"], capture_output=True, text=True, timeout=600, env=env)
+    assert r.stdout, r.stderr
+    res = json.loads(r.stdout)
+    assert r.returncode == 0 and res["outcome"] == "ok" and res["verified"], res
+    assert res["max_abs_err"] < 1e-2, res
+    print(r.stderr[-2000:])  # the engines timed and the one kept (pytest -s, or the log of a failure)

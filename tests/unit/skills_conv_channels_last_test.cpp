@@ -1,3 +1,5 @@
+// The conv skills. conv_engine_search: where it is legal, the knob and the KfCudnnConv field it sets,
+// and an nvcc build (the engines are timed on the GPU machine: tests/gpu/test_conv_channels_last.py).
 // conv_channels_last: where it is legal and where it pays, the knob it sets, the code it leads to
 // (input and weight transposed into scratch, cuDNN on channels-last tensors, one tiled pass back that
 // adds the bias and computes the epilogue), the cost model's view, and nvcc builds. The numerics are
@@ -8,6 +10,7 @@
 #include "codegen/program.h"
 #include "costmodel/roofline.h"
 #include "skills/conv_channels_last.h"
+#include "skills/conv_engine_search.h"
 #include "skills/conv_epilogue.h"
 #include "skills/planner.h"
 #include "test_util.h"
@@ -181,6 +184,52 @@ TEST(ConvChannelsLast, TheKnobIsCheckedByTheEmitter) {
   auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_FALSE(p.is_ok());
   EXPECT_TRUE(has(p.status().message(), "channels_last must be 0 or 1")) << p.status().message();
+}
+
+TEST(ConvEngineSearch, EveryCudnnConvUnderALooseToleranceAndTheFieldItSets) {
+  ir::Graph g = graph_from_text(conv_graph(64, true, 1, true));
+  auto sites = conv_engine_search_sites(g, first(g, 1e-2));
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].kernels, std::vector<int>{0});
+  // kernelbench's 1e-4 keeps torch's engine (another one rounds differently).
+  EXPECT_TRUE(conv_engine_search_sites(g, first(g, 1e-4)).empty());
+  auto refused = conv_engine_search(g, first(g, 1e-4), Site{{0}, {}, ""});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_TRUE(has(refused.status().message(), "tolerance")) << refused.status().message();
+  // A relu kernel is not a conv; depthwise convs run torch's exact kernel, not cuDNN.
+  EXPECT_FALSE(conv_engine_search(g, first(g, 1e-2), Site{{1}, {}, ""}).is_ok());
+  ir::Graph depthwise = graph_from_text(conv_graph(64, true, 64, true));
+  EXPECT_TRUE(conv_engine_search_sites(depthwise, first(depthwise, 1e-2)).empty());
+  // Transposed convs search too; once applied, no longer a site.
+  ir::Graph t = graph_from_text(conv3d_graph(32, true, true, true));
+  EXPECT_EQ(conv_engine_search_sites(t, first(t, 1e-2)).size(), 1u);
+  auto s = conv_engine_search(g, first(g, 1e-2), sites[0]);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(s->kernels[0].knob("engine_search", 0), kConvEnginesTimed);
+  EXPECT_TRUE(conv_engine_search_sites(g, s.value()).empty());
+  auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_TRUE(has(p->kernels[0].code, "    8,  // engine_search: the fastest of this many engines"))
+      << p->kernels[0].code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-engine-search-build");
+  // Without the skill, torch's engine.
+  auto plain = codegen::emit_program(g, first(g, 1e-2), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_TRUE(has(plain->kernels[0].code, "    0,  // engine_search: torch's engine")) << plain->kernels[0].code;
+}
+
+TEST(ConvEngineSearch, TheDefaultPlannerSearchesChannelsLastConvsToo) {
+  ir::Graph g = graph_from_text(conv3d_graph(32, true, true));
+  DefaultPlanOptions o;
+  o.base.tolerance = 1e-2;
+  auto s = plan_default(g, o);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
+  EXPECT_EQ(s->kernels[0].knob("engine_search", 0), kConvEnginesTimed);
+  o.disabled = {"conv_engine_search"};
+  auto without = plan_default(g, o);
+  ASSERT_TRUE(without.is_ok());
+  EXPECT_EQ(without->kernels[0].knob("engine_search", 0), 0);
 }
 
 }  // namespace

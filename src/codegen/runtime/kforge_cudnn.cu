@@ -26,17 +26,22 @@
 //    whose workspace is larger than the program's scratch (ctx->workspace) gets a per-device buffer
 //    that only grows, and the configuration is skipped only when cudaMalloc fails.
 //  - torch adds a bias with a separate elementwise kernel afterwards; so do the emitted kernels.
+// With engine_search > 0 (the conv_engine_search skill, looser tolerances only) the first call times
+// that many of the configurations above, in the same order with the same filters, and keeps the
+// fastest, as torch does with torch.backends.cudnn.benchmark = True.
 // Cached plans are never destroyed (torch leaks its cache too: cuDNN can be unloaded before static
 // destructors run). KFORGE_CUDNN_LOG=1 prints each choice to stderr, in the form of the frontend's
 // plan tags ("ConvFwd_eng0_k2=1_k3=0"), so it can be compared with torch's CUDNN_FRONTEND_LOG_INFO.
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -444,7 +449,51 @@ struct Chosen {
   int64_t workspace = 0;
 };
 
-// Finds torch's engine for this convolution and runs it once (that run is the call's result).
+// The fastest of three runs of `plan` on the handle's stream, in ms (cudaEvents; the caller's work
+// queued before is not in it). False, with why, when a run or an event call fails.
+bool time_plan(cudnnHandle_t handle, cudaStream_t stream, Desc plan, void* ws, const KfCudnnConv* conv, const void* in,
+               const void* w, void* out, float* ms, std::string* why) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    *why = std::string("cudaEventCreate failed: ") + cudaGetErrorString(cudaGetLastError());
+    if (start != nullptr) (void)cudaEventDestroy(start);
+    return false;
+  }
+  bool ok = true;
+  why->clear();
+  *ms = 1e30f;
+  for (int r = 0; r < 3 && ok; ++r) {
+    float t = 0;
+    ok = cudaEventRecord(start, stream) == cudaSuccess && execute(handle, plan, ws, conv, in, w, out, why) &&
+         cudaEventRecord(stop, stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess &&
+         cudaEventElapsedTime(&t, start, stop) == cudaSuccess;
+    if (ok) *ms = std::min(*ms, t);
+  }
+  if (!ok && why->empty()) *why = std::string("timing failed: ") + cudaGetErrorString(cudaGetLastError());
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  return ok;
+}
+
+// During an engine search, engines whose workspace exceeds both the program's scratch and this are
+// not timed (torch's first engine always is): a search must not take gigabytes a faster plan would
+// not need.
+constexpr int64_t kSearchWorkspaceCap = int64_t{2} << 30;
+
+// A plan that ran, kept until the search decides (its descriptors die with it unless chosen).
+struct Candidate {
+  std::unique_ptr<Descs> ds;
+  Desc plan = nullptr, config = nullptr;
+  int mode = 0;
+  int64_t workspace = 0;
+  float ms = 0;
+  std::string tag;
+};
+
+// Finds torch's engine for this convolution and runs it once (that run is the call's result). With
+// conv->engine_search > 0 (and the stream not being captured into a CUDA graph, where nothing can be
+// timed), the first engine_search engines that run are timed instead, in torch's order, and the
+// fastest runs once more for the result.
 int choose_and_run(cudnnHandle_t handle, KfContext* ctx, const KfCudnnConv* conv, const int64_t align[3],
                    const void* in, const void* w, void* out, Chosen* chosen) {
   Descs graph_ds;
@@ -452,6 +501,9 @@ int choose_and_run(cudnnHandle_t handle, KfContext* ctx, const KfCudnnConv* conv
   const int rc = make_graph(conv, handle, graph_ds, align, &graph);
   if (rc != 0) return rc;
 
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const bool search = conv->engine_search > 0 && cudaStreamIsCapturing(ctx->stream, &capture) == cudaSuccess &&
+                      capture == cudaStreamCaptureStatusNone;
   const char* mode_b = std::getenv("TORCH_CUDNN_USE_HEURISTIC_MODE_B");
   const bool use_b = mode_b != nullptr && std::strcmp(mode_b, "1") == 0;
   const cudnnBackendHeurMode_t modes[2] = {use_b ? CUDNN_HEUR_MODE_B : CUDNN_HEUR_MODE_INSTANT,
@@ -459,19 +511,21 @@ int choose_and_run(cudnnHandle_t handle, KfContext* ctx, const KfCudnnConv* conv
   const char* mode_names[2] = {use_b ? "B" : "instant", "fallback"};
   std::string last = "no engine configurations";
   int tried = 0;
+  Descs cfg_ds[2];
+  std::vector<Candidate> timed;  // declared after cfg_ds: its plans go before their configurations
   for (int m = 0; m < 2; ++m) {
-    Descs cfg_ds;
     std::vector<Desc> configs;
     std::string why;
-    if (!heuristic_configs(graph, modes[m], cfg_ds, &configs, &why)) {
+    if (!heuristic_configs(graph, modes[m], cfg_ds[m], &configs, &why)) {
       last = std::string("heuristics ") + mode_names[m] + ": " + why;
       if (log_enabled()) std::fprintf(stderr, "kforge cudnn: %s: %s\n", conv->name, last.c_str());
       continue;
     }
     for (size_t i = 0; i < configs.size(); ++i) {
-      Descs plan_ds;
+      if (search && static_cast<int>(timed.size()) >= conv->engine_search) break;
+      auto plan_ds = std::make_unique<Descs>();
       EngineInfo info;
-      if (!engine_info(configs[i], plan_ds, &info, &why)) {
+      if (!engine_info(configs[i], *plan_ds, &info, &why)) {
         last = why;
         continue;
       }
@@ -482,11 +536,24 @@ int choose_and_run(cudnnHandle_t handle, KfContext* ctx, const KfCudnnConv* conv
       ++tried;
       Desc plan = nullptr;
       int64_t workspace = 0;
-      bool ok = make_plan(handle, configs[i], plan_ds, &plan, &workspace, &why);
+      bool ok = make_plan(handle, configs[i], *plan_ds, &plan, &workspace, &why);
+      if (ok && search && !timed.empty() && workspace > kSearchWorkspaceCap &&
+          static_cast<uint64_t>(workspace) > ctx->workspace_bytes) {
+        if (log_enabled()) {
+          std::fprintf(stderr, "kforge cudnn: %s: not timed: engine %lld needs %lld bytes of workspace\n", conv->name,
+                       static_cast<long long>(info.index), static_cast<long long>(workspace));
+        }
+        continue;
+      }
       void* ws = nullptr;
       if (ok && workspace > 0 && (ws = workspace_for(ctx, workspace, &why)) == nullptr) ok = false;
       if (ok && !execute(handle, plan, ws, conv, in, w, out, &why)) {
         (void)cudaGetLastError();  // a failed launch inside cuDNN must not surface at the next kernel
+        ok = false;
+      }
+      float ms = 0;
+      if (ok && search && !time_plan(handle, ctx->stream, plan, ws, conv, in, w, out, &ms, &why)) {
+        (void)cudaGetLastError();
         ok = false;
       }
       if (!ok) {
@@ -494,20 +561,47 @@ int choose_and_run(cudnnHandle_t handle, KfContext* ctx, const KfCudnnConv* conv
         if (log_enabled()) std::fprintf(stderr, "kforge cudnn: %s: skipped %s\n", conv->name, last.c_str());
         continue;
       }
+      const std::string tag = plan_tag(conv, configs[i], info.index);
+      if (search) {
+        if (log_enabled()) {
+          std::fprintf(stderr, "kforge cudnn: %s: timed %s: %.4f ms, workspace %lld bytes\n", conv->name, tag.c_str(),
+                       ms, static_cast<long long>(workspace));
+        }
+        timed.push_back({std::move(plan_ds), plan, configs[i], m, workspace, ms, tag});
+        continue;
+      }
       if (log_enabled()) {
         std::fprintf(stderr, "kforge cudnn: %s: %s, workspace %lld bytes, heuristics %s, configuration %zu\n",
-                     conv->name, plan_tag(conv, configs[i], info.index).c_str(), static_cast<long long>(workspace),
-                     mode_names[m], i);
+                     conv->name, tag.c_str(), static_cast<long long>(workspace), mode_names[m], i);
       }
-      plan_ds.release_all();
-      cfg_ds.release(configs[i]);
+      plan_ds->release_all();
+      cfg_ds[m].release(configs[i]);
       graph_ds.release_all();
       chosen->plan = plan;
       chosen->workspace = workspace;
       return 0;
     }
   }
-  return fail(conv, "no cuDNN engine ran this convolution (" + std::to_string(tried) + " tried; last: " + last + ")");
+  if (timed.empty()) {
+    return fail(conv, "no cuDNN engine ran this convolution (" + std::to_string(tried) + " tried; last: " + last + ")");
+  }
+  Candidate& best = *std::min_element(timed.begin(), timed.end(),
+                                      [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
+  // The result comes from the engine kept (the last run was another's).
+  std::string why;
+  void* ws = workspace_for(ctx, best.workspace, &why);
+  if (best.workspace > 0 && ws == nullptr) return fail(conv, "the chosen engine's " + why);
+  if (!execute(handle, best.plan, ws, conv, in, w, out, &why)) return fail(conv, why);
+  if (log_enabled()) {
+    std::fprintf(stderr, "kforge cudnn: %s: %s, the fastest of %zu timed (%.4f ms; torch's first: %.4f ms)\n",
+                 conv->name, best.tag.c_str(), timed.size(), best.ms, timed.front().ms);
+  }
+  best.ds->release_all();
+  cfg_ds[best.mode].release(best.config);
+  graph_ds.release_all();
+  chosen->plan = best.plan;
+  chosen->workspace = best.workspace;
+  return 0;
 }
 
 #undef KF_BACKEND_SOFT

@@ -40,11 +40,14 @@ struct KfCudnnConv {
   int64_t dilation[3];
   int channels_last;      // 1: in, w and out in channels-last order (NHWC, NDHWC; the filter K, spatial, C),
                           // as torch runs a conv whose tensors are channels-last (torch.compile's choice)
+  int engine_search;      // > 0: the first call times up to this many of the engines torch would consider
+                          // (in its order) and keeps the fastest, as torch.backends.cudnn.benchmark does;
+                          // another engine than torch's default rounds differently. 0: torch's first.
 };
 // Runs `conv` on ctx->stream with ctx->workspace (or, for a plan that needs more, a per-device buffer
 // that grows on demand, as torch allocates one). The first call per device and operand alignments
-// chooses the engine (running candidates in torch's order until one succeeds); later calls run the
-// cached plan. 0 on success, else kf_fail's code.
+// chooses the engine (running candidates in torch's order until one succeeds, or with engine_search
+// timing several and keeping the fastest); later calls run the cached plan. 0 on success, else kf_fail's code.
 extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void* in, const void* w, void* out);
 
 #define KF_CUDA(call)                                                                                   \
