@@ -281,14 +281,23 @@ TEST(CodegenLayoutPool, AdaptiveWindowsAndGroupSizes) {
   EXPECT_TRUE(has(small, "const int l0 = (int)((((int64_t)o0 + 1) * 17LL + 4LL) / 5LL) - s0;")) << small;
   EXPECT_TRUE(has(small, "acc / (T)l0 / (T)l1")) << small;
   EXPECT_TRUE(has(small, "KF_GRID_STRIDE")) << small;
+  // Global pooling walks each contiguous plane flat: 16 bytes at a time (fp32, a multiple of 4), else
+  // one element at a time; a warp per plane up to 2048 elements, a block beyond.
   std::string warp = code_of("adaptive_max_pool", {{"x", {2, 3, 40, 10}}}, R"({"output_size": [1, 1]})");
   EXPECT_TRUE(has(warp, "32 threads per output")) << warp;
-  EXPECT_TRUE(has(warp, "for (int f = lane; f < cnt; f += 32)")) << warp;
+  EXPECT_TRUE(has(warp, "for (int f = lane; f < 100; f += 32)")) << warp;
+  EXPECT_TRUE(has(warp, "for (int f = lane; f < 400; f += 32)")) << warp;
   EXPECT_TRUE(has(warp, "if (v > acc || isnan(v)) acc = v;")) << warp;
   std::string block = code_of("adaptive_avg_pool", {{"x", {1, 2, 300, 300}}}, R"({"output_size": [1, 1]})");
   EXPECT_TRUE(has(block, "256 threads per output")) << block;
-  EXPECT_TRUE(has(block, "for (int a = lane; a < l1; a += 256)")) << block;
+  EXPECT_TRUE(has(block, "const float4 v = x4[f];")) << block;
+  EXPECT_TRUE(has(block, "for (int f = lane; f < 22500; f += 256)")) << block;
   EXPECT_TRUE(has(block, "__shared__ T partial_[8];")) << block;
+  // Other large windows: by rows when rows are long, the flattened window otherwise.
+  std::string rows = code_of("adaptive_avg_pool", {{"x", {1, 2, 300, 300}}}, R"({"output_size": [2, 1]})");
+  EXPECT_TRUE(has(rows, "for (int a = lane; a < l1; a += 256)")) << rows;
+  std::string flat = code_of("adaptive_max_pool", {{"x", {2, 3, 40, 10}}}, R"({"output_size": [2, 1]})");
+  EXPECT_TRUE(has(flat, "for (int f = lane; f < cnt; f += 32)")) << flat;
   // output_size None (-1) keeps the input's size.
   std::string none = code_of("adaptive_avg_pool", {{"x", {2, 3, 17, 15}}}, R"({"output_size": [7, -1]})");
   EXPECT_TRUE(has(none, "[17, 15] -> [7, 15]")) << none;
