@@ -13,6 +13,9 @@ namespace kforge::codegen {
 
 namespace {
 
+// The vector kernel's walk when the knob "walk" is not set (see elementwise_chain_kernel).
+constexpr int64_t kDefaultWalk = 0;
+
 struct ElementwiseRule {
   ir::OpId op;
   const char* when;
@@ -349,11 +352,22 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   const int64_t unroll = std::clamp<int64_t>(ctx.kernel.knob("unroll", 4), 1, 8);
   const std::string u = std::to_string(unroll);
   const std::string n4 = std::to_string(n / 4) + "LL";
-  os << "// The same chain, 4 elements per 16-byte load and store, " << u << " vectors per thread in flight.\n"
-     << "__global__ void __launch_bounds__(" << block << ") " << name << "_x4(" << decl.str() << out_decl << ") {\n"
-     << "  const int64_t step = (int64_t)gridDim.x * blockDim.x;\n"
-     << "  for (int64_t q0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q0 < " << n4 << "; q0 += " << u
-     << " * step) {\n";
+  // The knob "walk": 0, grid-stride loops over a capped grid (the vectors of a thread one grid apart);
+  // 1, one block per tile of block * unroll vectors and no loop (a thread's vectors one block apart),
+  // the way torch's vectorized elementwise kernel walks.
+  const bool tiles = ctx.kernel.knob("walk", kDefaultWalk) == 1;
+  os << "// The same chain, 4 elements per 16-byte load and store, " << u << " vectors per thread in flight"
+     << (tiles ? ", one tile per block" : "") << ".\n"
+     << "__global__ void __launch_bounds__(" << block << ") " << name << "_x4(" << decl.str() << out_decl << ") {\n";
+  if (tiles) {
+    os << "  const int64_t step = blockDim.x;\n"
+       << "  {\n"
+       << "    const int64_t q0 = (int64_t)blockIdx.x * blockDim.x * " << u << " + threadIdx.x;\n";
+  } else {
+    os << "  const int64_t step = (int64_t)gridDim.x * blockDim.x;\n"
+       << "  for (int64_t q0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q0 < " << n4 << "; q0 += " << u
+       << " * step) {\n";
+  }
   std::vector<std::pair<std::string, std::string>> loaded;  // (array, pointer) of each vector load
   for (auto v : vector_loads) loaded.emplace_back("p" + std::to_string(v), "in" + std::to_string(v));
   const std::string ovec = ir::is_floating(out_type.dtype) ? "float4" : "int4";
@@ -397,8 +411,13 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   std::string aligned = "(reinterpret_cast<uintptr_t>(" + out_arg + ")";
   for (auto v : vector_loads) aligned += " | reinterpret_cast<uintptr_t>(" + ctx.ptr(v, false) + ")";
   aligned += ") % 16 == 0";
-  launch = "  if (" + aligned + ") {\n  " + launch_of(name + "_x4", (n / 4 + unroll - 1) / unroll) + "  } else {\n  " +
-           launch_of(name, n) + "  }\n  KF_LAUNCHED();\n";
+  const int64_t vector_threads = (n / 4 + unroll - 1) / unroll;
+  const std::string vector_launch =
+      tiles ? "  " + name + "_x4<<<" + std::to_string((vector_threads + block - 1) / block) + "u, " +
+                  std::to_string(block) + ", 0, ctx->stream>>>(" + args.str() + out_arg + ");\n"
+            : launch_of(name + "_x4", vector_threads);
+  launch = "  if (" + aligned + ") {\n  " + vector_launch + "  } else {\n  " + launch_of(name, n) +
+           "  }\n  KF_LAUNCHED();\n";
   return os.str();
 }
 

@@ -265,17 +265,31 @@ Code emit(const Spec& s) {
         << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(N) << " ? j0 + " << ll(CH) << " : " << ll(N)
         << ";\n";
     if (vec) {
+      // The four lanes of the 16-byte vector `w` loaded at vector index `q`, added in order.
+      auto add4 = [&](const std::string& w, const std::string& q, const std::string& indent) {
+        std::ostringstream a;
+        a << indent << "{\n" << indent << "  const long long jq = j0 + 4LL * (" << q << ");\n";
+        const char* lane[4] = {"x", "y", "z", "w"};
+        for (int l = 0; l < 4; ++l) {
+          a << indent << "  { const float v = " << w << "." << lane[l] << "; const long long j = jq"
+            << (l ? " + " + std::to_string(l) : "") << "; (void)j; " << s.add << " }\n";
+        }
+        a << indent << "}\n";
+        return a.str();
+      };
+      // Four vectors loaded before any is added (more bytes in flight per thread), then the rest.
       dev << "    if (VEC) {\n"
           << "      const float4* p4 = reinterpret_cast<const float4*>(" << s.vec_ptr << " + base + j0);\n"
           << "      const long long n4 = (j1 - j0) >> 2;\n"
-          << "      for (long long q = threadIdx.x; q < n4; q += " << B << "LL) {\n"
+          << "      long long q = threadIdx.x;\n"
+          << "      for (; q + " << 3 * B << "LL < n4; q += " << 4 * B << "LL) {\n"
+          << "        const float4 w0 = p4[q], w1 = p4[q + " << B << "LL], w2 = p4[q + " << 2 * B << "LL], w3 = p4[q + "
+          << 3 * B << "LL];\n"
+          << add4("w0", "q", "        ") << add4("w1", "q + " + ll(B), "        ")
+          << add4("w2", "q + " + ll(2 * B), "        ") << add4("w3", "q + " + ll(3 * B), "        ") << "      }\n"
+          << "      for (; q < n4; q += " << B << "LL) {\n"
           << "        const float4 w4 = p4[q];\n"
-          << "        const long long jq = j0 + 4LL * q;\n"
-          << "        { const float v = w4.x; const long long j = jq; (void)j; " << s.add << " }\n"
-          << "        { const float v = w4.y; const long long j = jq + 1; (void)j; " << s.add << " }\n"
-          << "        { const float v = w4.z; const long long j = jq + 2; (void)j; " << s.add << " }\n"
-          << "        { const float v = w4.w; const long long j = jq + 3; (void)j; " << s.add << " }\n"
-          << "      }\n"
+          << add4("w4", "q", "        ") << "      }\n"
           << "    } else {\n"
           << strided_loop(s, "j0 + (long long)threadIdx.x", ll(B), "      ") << "    }\n";
     } else {
