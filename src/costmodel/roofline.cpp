@@ -13,8 +13,8 @@ namespace {
 // cuDNN's TF32 convolutions on the H200 reach a fraction of the TF32 peak, lower for NCHW tensors
 // than for channels-last ones: level2/1's conv module (Conv2d 64->128, 3x3, batch 128, its bias add
 // included) ran at 111 and 182 TFLOP/s in the layout probe; the 15 probed convs' median channels-last
-// speed-up was 1.47x (bench/NOTES.md run 6). Whole programs with our transposes gained only on 3-d
-// convs (the conv_channels_last skill takes those alone); this model does not see that difference.
+// speed-up was 1.47x (bench/NOTES.md run 6). The transposes are counted as bytes at the roofline's
+// bandwidth (run 6's 32x32 scalar tiles ran at half that; run 7's 16-byte tiles near Inductor's).
 constexpr double kConvRateNchw = 0.30;
 constexpr double kConvRateChannelsLast = 0.45;
 

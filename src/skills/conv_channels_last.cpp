@@ -31,10 +31,11 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const sched
   if (y.dtype != ir::DType::kFloat32 || x.dtype != ir::DType::kFloat32) return "not float32";
   if (conv.attrs.i("groups") != 1) return "grouped";
   const size_t sp = x.shape.size() >= 2 ? x.shape.size() - 2 : 0;
-  // Measured on the H200 (bench/NOTES.md run 6): 3-d convs gained up to 2.5x over eager on torch's NCHW
-  // engine (level1/60, 66, same run); 1-d and 2-d ones ran at 0.79-1.11x of run 5's NCHW times (a
-  // comparison across two runs), the transposes eating the conv's gain.
-  if (sp != 3) return "not a 3-d convolution (1-d and 2-d ones measured no faster channels-last)";
+  // Run 6 (bench/NOTES.md) took 1-d and 2-d convs out: our first transposes (32x32 scalar tiles) ran at
+  // half Inductor's rate and ate the engine's gain. With the 16-byte tiles and the gather, run 7's
+  // profile put level2/1 at 1.82 ms of kernels (NCHW 2.38, compile 1.63) and level1/50 at 1.60 (NCHW
+  // 2.10, compile 1.62); level1/55 even (3.86 vs 3.81 NCHW). So every spatial rank again.
+  if (sp < 1 || sp > 3) return "cuDNN's channels-last convs have 1 to 3 spatial dims";
   if (x.numel() == 0 || y.numel() == 0) return "empty";
   if (transpose) {
     const auto opad = conv.attrs.ints("output_padding");

@@ -8,15 +8,13 @@
 //
 // Legal when: the protocol's tolerance allows TF32 differences (>= 1e-3: another engine than eager's,
 // so other rounding; never under kernelbench's 1e-4), precision not 3xtf32, float32 tensors, one
-// group, 3 spatial dims, a cuDNN path (not an empty input; for conv_transpose output_padding <
+// group, 1 to 3 spatial dims, a cuDNN path (not an empty input; for conv_transpose output_padding <
 // stride), the knobs engine and direct at their defaults, the copies under 8 GiB, and the conv's
 // FLOPs at least kMinFlopsPerExtraByte per byte the transposes add (level1/63, 16 input channels and
-// an 8.5 GB output, has 4). Only 3-d convs: in run 6 on the H200 (bench/NOTES.md) the whole-program
-// times with this skill against torch's NCHW engine were 2.5x faster on level1/60 and 66 (3-d) and
-// 1.09-1.15x on level2/3 and 49 (3-d transposed), but 0.79-1.11x on seventeen 1-d and 2-d convs (all but
-// the first figure against run 5's times on the NCHW engine: across two runs of the same harness): the
-// probe's 1.3-2.1x faster channels-last engines did not survive the transposes there. The codegen
-// knob (channels_last = 1) still runs any 1-3-d conv channels-last, for experiments and the agent.
+// an 8.5 GB output, has 4). History (bench/NOTES.md): run 6 kept it to 3-d convs, where it ran
+// level1/60 and 66 2.5x faster, because on seventeen 1-d and 2-d convs our first transposes (32x32
+// scalar tiles, half Inductor's rate) ate the engine's gain (0.79-1.11x); with 16-byte tiles and a
+// gather for few channels, run 7's kernel profile put 2-d convs at or below NCHW and near compile.
 #pragma once
 
 #include "skills/skill.h"

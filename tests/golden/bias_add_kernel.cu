@@ -9,10 +9,11 @@ __global__ void __launch_bounds__(256) k0_add_kernel(const float* __restrict__ i
     out[i] = r2;
   }
 }
-// The same chain, 4 elements per 16-byte load and store, 4 vectors per thread in flight.
+// The same chain, 4 elements per 16-byte load and store, 4 vectors per thread in flight, one tile per block.
 __global__ void __launch_bounds__(256) k0_add_kernel_x4(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out) {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t q0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q0 < 3686400LL; q0 += 4 * step) {
+  const int64_t step = blockDim.x;
+  {
+    const int64_t q0 = (int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x;
     float4 p0[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
@@ -44,7 +45,7 @@ __global__ void __launch_bounds__(256) k0_add_kernel_x4(const float* __restrict_
 
 extern "C" int k0_add(KfContext* ctx, void* const* bufs) {
   if ((reinterpret_cast<uintptr_t>(((float*)bufs[2])) | reinterpret_cast<uintptr_t>(((const float*)bufs[0]))) % 16 == 0) {
-    k0_add_kernel_x4<<<kf_grid(921600LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
+    k0_add_kernel_x4<<<3600u, 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
   } else {
     k0_add_kernel<<<kf_grid(14745600LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
   }

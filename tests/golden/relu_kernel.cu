@@ -9,10 +9,11 @@ __global__ void __launch_bounds__(256) k0_relu_kernel(const float* __restrict__ 
     out[i] = r1;
   }
 }
-// The same chain, 4 elements per 16-byte load and store, 4 vectors per thread in flight.
+// The same chain, 4 elements per 16-byte load and store, 4 vectors per thread in flight, one tile per block.
 __global__ void __launch_bounds__(256) k0_relu_kernel_x4(const float* __restrict__ in0, float* __restrict__ out) {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t q0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q0 < 402653184LL; q0 += 4 * step) {
+  const int64_t step = blockDim.x;
+  {
+    const int64_t q0 = (int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x;
     float4 p0[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
@@ -44,7 +45,7 @@ __global__ void __launch_bounds__(256) k0_relu_kernel_x4(const float* __restrict
 
 extern "C" int k0_relu(KfContext* ctx, void* const* bufs) {
   if ((reinterpret_cast<uintptr_t>(((float*)bufs[1])) | reinterpret_cast<uintptr_t>(((const float*)bufs[0]))) % 16 == 0) {
-    k0_relu_kernel_x4<<<kf_grid(100663296LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((float*)bufs[1]));
+    k0_relu_kernel_x4<<<393216u, 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((float*)bufs[1]));
   } else {
     k0_relu_kernel<<<kf_grid(1610612736LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((float*)bufs[1]));
   }

@@ -48,6 +48,26 @@ TEST(CodegenElementwise, ReluGolden) {
   expect_golden("relu_entry.cu", p.entry.code);
 }
 
+TEST(CodegenElementwise, VectorWalkKnob) {
+  ir::Graph g = graph_from_text(one_node_graph("relu", {{"x", {1000, 1000}}}, "{}", {1000, 1000}));
+  auto s = schedule::plan_one_kernel_per_op(g);
+  // Default: a tile of 256 threads x 4 vectors per block, no loop (250000 vectors -> 245 blocks).
+  auto tiles = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
+  ASSERT_TRUE(tiles.is_ok());
+  EXPECT_NE(tiles->kernels[0].code.find("const int64_t q0 = (int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x;"),
+            std::string::npos)
+      << tiles->kernels[0].code;
+  EXPECT_NE(tiles->kernels[0].code.find("_x4<<<245u, 256"), std::string::npos) << tiles->kernels[0].code;
+  // walk = 0: grid-stride loops over a capped grid; unroll = 2: two vectors per thread in flight.
+  s.kernels[0].knobs["walk"] = 0;
+  s.kernels[0].knobs["unroll"] = 2;
+  auto stride = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
+  ASSERT_TRUE(stride.is_ok());
+  EXPECT_NE(stride->kernels[0].code.find("q0 += 2 * step"), std::string::npos) << stride->kernels[0].code;
+  EXPECT_NE(stride->kernels[0].code.find("float4 p0[2];"), std::string::npos) << stride->kernels[0].code;
+  EXPECT_NE(stride->kernels[0].code.find("_x4<<<kf_grid(125000LL, 256)"), std::string::npos) << stride->kernels[0].code;
+}
+
 TEST(CodegenElementwise, BiasBroadcastGolden) {
   ir::Graph g =
       graph_from_text(one_node_graph("add", {{"x", {128, 128, 30, 30}}, {"b", {128, 1, 1}}}, "{}", {128, 128, 30, 30}));
