@@ -11,6 +11,7 @@
 #                                         candidate, eager and compile (bench/kernel_profile.py)
 #   bench/gpu_run.sh knob-kernels         the same for PROFILE's problems built with KNOB (channels_last=1)
 #                                         on the kernels of KNOB_STRATEGY (cudnn_conv): build_with_knob.py
+# GPU_TESTS names the test files or node ids to run (default tests/gpu).
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
 # LEVELS="level2" benches only the levels named (default: all of .gpu/kb); BENCH_EXTRA adds bench
 # options (e.g. "--only 1_Conv2D_ReLU_BiasAdd --disable-skill cudnn_fastest_engine").
@@ -55,7 +56,7 @@ bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new wor
 for part in "$@"; do
   case "$part" in
     tests)
-      timeout "${TESTS_TIMEOUT:-420}" $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs tests/gpu > "$OUT/gpu-tests.txt" 2>&1
+      timeout "${TESTS_TIMEOUT:-420}" $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs ${GPU_TESTS:-tests/gpu} > "$OUT/gpu-tests.txt" 2>&1
       echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
       pkill -9 -f kforge.harness ;;
     cuda-agent) bench cuda-agent "${CUDA_AGENT_LIMIT:-300}" --trials 10 ;;
