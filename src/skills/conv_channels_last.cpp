@@ -15,16 +15,10 @@ double prod_from(const ir::Shape& s, size_t from) {
 
 // Why kernel k cannot run its convolution channels-last ("" when it can and it pays).
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
-  if (k.impl != schedule::Impl::kLibrary || (k.strategy != "cudnn_conv" && k.strategy != "cudnn_conv_transpose"))
-    return "not a cuDNN convolution kernel";
+  if (std::string why = another_conv_engine_illegal(g, s, k); !why.empty()) return why;
   if (k.knob("channels_last", 0) != 0) return "already channels-last";
-  if (k.knob("engine", 0) != 0 || k.knob("direct", 0) != 0) return "the knob engine or direct is set";
-  if (s.tolerance < kTf32MinTolerance) return "the tolerance is below what another TF32 engine's rounding needs";
-  if (s.precision == "3xtf32") return "precision 3xtf32 asks for exact fp32";
   const ir::Node& conv = g.nodes()[static_cast<size_t>(k.nodes.front())];
-  const auto family = ir::op_info(conv.op).family;
-  const bool transpose = family == ir::OpFamily::kConvTranspose;
-  if (family != ir::OpFamily::kConv && !transpose) return "its first node is not a convolution";
+  const bool transpose = ir::op_info(conv.op).family == ir::OpFamily::kConvTranspose;
   const ir::TensorType& x = g.type(conv.inputs[0]);
   const ir::TensorType& w = g.type(conv.inputs[1]);
   const ir::TensorType& y = g.type(conv.output);
@@ -60,25 +54,15 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const sched
 }  // namespace
 
 std::vector<Site> conv_channels_last_sites(const ir::Graph& g, const schedule::Schedule& s) {
-  std::vector<Site> out;
-  for (size_t k = 0; k < s.kernels.size(); ++k) {
-    if (!illegal(g, s, s.kernels[k]).empty()) continue;
-    Site site;
-    site.kernels = {static_cast<int>(k)};
-    site.what = "run " + s.kernels[k].name + "'s convolution on channels-last copies";
-    out.push_back(std::move(site));
-  }
-  return out;
+  return kernel_sites(g, s, illegal, [](const std::string& kernel) {
+    return "run " + kernel + "'s convolution on channels-last copies";
+  });
 }
 
 StatusOr<schedule::Schedule> conv_channels_last(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  if (site.kernels.size() != 1 || site.kernels[0] < 0 || site.kernels[0] >= static_cast<int>(s.kernels.size()))
-    return invalid_argument("conv_channels_last takes a site of one kernel of the schedule");
-  const auto& k = s.kernels[static_cast<size_t>(site.kernels[0])];
-  if (std::string why = illegal(g, s, k); !why.empty())
-    return invalid_argument("conv_channels_last: " + k.name + ": " + why);
+  KF_ASSIGN_OR_RETURN(const size_t k, site_kernel(g, s, site, illegal, "conv_channels_last"));
   schedule::Schedule out = s;
-  out.kernels[static_cast<size_t>(site.kernels[0])].knobs["channels_last"] = 1;
+  out.kernels[k].knobs["channels_last"] = 1;
   out.applied.push_back("conv_channels_last: " + site.what);
   return out;
 }

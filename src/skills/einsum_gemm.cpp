@@ -22,29 +22,22 @@ std::string illegal(const ir::Graph& g, const schedule::Kernel& k) {
   return "";
 }
 
+// illegal() as a KernelRule (the schedule is not needed).
+std::string kernel_rule(const ir::Graph& g, const schedule::Schedule&, const schedule::Kernel& k) {
+  return illegal(g, k);
+}
+
 }  // namespace
 
 std::vector<Site> einsum_gemm_sites(const ir::Graph& g, const schedule::Schedule& s) {
-  std::vector<Site> out;
-  for (size_t k = 0; k < s.kernels.size(); ++k) {
-    if (!illegal(g, s.kernels[k]).empty()) continue;
-    Site site;
-    site.kernels = {static_cast<int>(k)};
-    site.what = s.kernels[k].name + " as one cuBLAS GEMM";
-    out.push_back(std::move(site));
-  }
-  return out;
+  return kernel_sites(g, s, kernel_rule, [](const std::string& kernel) { return kernel + " as one cuBLAS GEMM"; });
 }
 
 StatusOr<schedule::Schedule> einsum_gemm(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  if (site.kernels.size() != 1 || site.kernels[0] < 0 || site.kernels[0] >= static_cast<int>(s.kernels.size()))
-    return invalid_argument("einsum_gemm takes a site of one kernel of the schedule");
-  const auto& k = s.kernels[static_cast<size_t>(site.kernels[0])];
-  if (std::string why = illegal(g, k); !why.empty()) return invalid_argument("einsum_gemm: " + k.name + ": " + why);
+  KF_ASSIGN_OR_RETURN(const size_t k, site_kernel(g, s, site, kernel_rule, "einsum_gemm"));
   schedule::Schedule out = s;
-  auto& changed = out.kernels[static_cast<size_t>(site.kernels[0])];
-  changed.impl = schedule::Impl::kLibrary;
-  changed.strategy = "cublas_gemm";
+  out.kernels[k].impl = schedule::Impl::kLibrary;
+  out.kernels[k].strategy = "cublas_gemm";
   out.applied.push_back("einsum_gemm: " + site.what);
   return out;
 }

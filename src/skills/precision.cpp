@@ -26,6 +26,18 @@ Status tolerance_allows_tf32(const schedule::Schedule& s, const char* skill) {
 
 }  // namespace
 
+std::string another_conv_engine_illegal(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
+  if (k.impl != schedule::Impl::kLibrary || (k.strategy != "cudnn_conv" && k.strategy != "cudnn_conv_transpose"))
+    return "not a cuDNN convolution kernel";
+  if (k.knob("engine", 0) != 0 || k.knob("direct", 0) != 0) return "the knob engine or direct is set";
+  if (s.tolerance < kTf32MinTolerance) return "the tolerance is below what another TF32 engine's rounding needs";
+  if (s.precision == "3xtf32") return "precision 3xtf32 asks for exact fp32";
+  const auto family = ir::op_info(g.nodes()[static_cast<size_t>(k.nodes.front())].op).family;
+  if (family != ir::OpFamily::kConv && family != ir::OpFamily::kConvTranspose)
+    return "its first node is not a convolution";
+  return "";
+}
+
 std::vector<Site> tf32_contractions_sites(const ir::Graph& g, const schedule::Schedule& s) {
   if (s.tolerance < kTf32MinTolerance || s.precision != "fp32") return {};
   Site site;

@@ -117,6 +117,29 @@ std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, Pa
   return out;
 }
 
+std::vector<Site> kernel_sites(const ir::Graph& g, const schedule::Schedule& s, KernelRule illegal,
+                               std::string (*what)(const std::string& kernel)) {
+  std::vector<Site> out;
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    if (!illegal(g, s, s.kernels[k]).empty()) continue;
+    Site site;
+    site.kernels = {static_cast<int>(k)};
+    site.what = what(s.kernels[k].name);
+    out.push_back(std::move(site));
+  }
+  return out;
+}
+
+StatusOr<size_t> site_kernel(const ir::Graph& g, const schedule::Schedule& s, const Site& site, KernelRule illegal,
+                             std::string_view skill) {
+  if (site.kernels.size() != 1 || site.kernels[0] < 0 || site.kernels[0] >= static_cast<int>(s.kernels.size()))
+    return invalid_argument(std::string(skill) + " takes a site of one kernel of the schedule");
+  const auto k = static_cast<size_t>(site.kernels[0]);
+  if (std::string why = illegal(g, s, s.kernels[k]); !why.empty())
+    return invalid_argument(std::string(skill) + ": " + s.kernels[k].name + ": " + why);
+  return k;
+}
+
 int kernel_of(const schedule::Schedule& s, int node) {
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const auto& nodes = s.kernels[k].nodes;

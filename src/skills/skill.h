@@ -43,6 +43,16 @@ using PairRule = std::string (*)(const ir::Graph&, const schedule::Schedule&, in
 std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
                              std::string (*what)(const std::string& producer, const std::string& consumer));
 
+// For the skills that change one kernel: every kernel that `illegal` accepts ("" when legal), each
+// described by `what(kernel name)`, in the schedule's order.
+using KernelRule = std::string (*)(const ir::Graph&, const schedule::Schedule&, const schedule::Kernel&);
+std::vector<Site> kernel_sites(const ir::Graph& g, const schedule::Schedule& s, KernelRule illegal,
+                               std::string (*what)(const std::string& kernel));
+// The kernel index of a one-kernel site, checked again against the schedule and `illegal`; an
+// invalid_argument that names `skill` when the site is not one kernel of `s` or is illegal.
+StatusOr<size_t> site_kernel(const ir::Graph& g, const schedule::Schedule& s, const Site& site, KernelRule illegal,
+                             std::string_view skill);
+
 // The index of the kernel that computes `node`, or -1.
 int kernel_of(const schedule::Schedule& s, int node);
 
