@@ -76,6 +76,8 @@ using conv::prod;
 // The knob "engine".
 constexpr int64_t kTorchEngine = 0;  // the cuDNN engine torch runs (exact kernels for depthwise)
 constexpr int64_t kFindEngine = 1;   // cudnnFind's fastest algorithm, legacy API
+// The knob "engine_search": at most this many engines timed on the first call.
+constexpr int64_t kMaxEnginesTimed = 64;
 
 const char* kBackendPrelude =
     "#include <cudnn.h>\n"
@@ -391,8 +393,9 @@ std::string kconv_definition(const EmitContext& ctx, const ConvGeom& g, bool cha
   out_dims.insert(out_dims.end(), v.out_sp.begin(), v.out_sp.end());
   const bool exact = dt == ir::DType::kFloat32 && ctx.sched.precision == "3xtf32";
   const std::string compute = dt == ir::DType::kFloat64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT";
-  // The knob "engine_search" (the conv_engine_search skill): how many engines to time.
-  const int64_t search = std::clamp<int64_t>(ctx.kernel.knob("engine_search", 0), 0, 64);
+  // The knob "engine_search" (the conv_engine_search skill): how many engines to time (checked by the
+  // emitter before this is called).
+  const int64_t search = ctx.kernel.knob("engine_search", 0);
   std::ostringstream os;
   os << "// kf_cudnn_conv runs the cuDNN engine torch runs for this problem (its heuristics, order and filters)"
      << (channels_last ? ",\n// here for channels-last tensors, as torch runs a channels-last conv" : "") << ".\n"
@@ -665,6 +668,11 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
   if (channels_last != 0 && channels_last != 1)
     return invalid_argument(std::string(what) + ": the knob channels_last must be 0 or 1, not " +
                             std::to_string(channels_last));
+  const int64_t engine_search = ctx.kernel.knob("engine_search", 0);
+  if (engine_search < 0 || engine_search > kMaxEnginesTimed)
+    return invalid_argument(std::string(what) + ": the knob engine_search must be 0 (torch's engine) to " +
+                            std::to_string(kMaxEnginesTimed) + " (engines timed), not " +
+                            std::to_string(engine_search));
   if (epilogue_fused != nullptr) *epilogue_fused = false;
   const std::string T = ctype(dt);
   const std::string A = acc_type(dt);

@@ -349,13 +349,20 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   auto vec_t = [&](ir::ValueIndex v) { return ir::is_floating(g.type(v).dtype) ? "float4" : "int4"; };
   // Each thread loads `unroll` 16-byte vectors (a block or a grid apart, so a warp's accesses stay
   // contiguous) before it computes and stores any: more bytes in flight per thread.
-  const int64_t unroll = std::clamp<int64_t>(ctx.kernel.knob("unroll", 4), 1, 8);
+  const int64_t unroll = ctx.kernel.knob("unroll", 4);
+  if (unroll < 1 || unroll > 8)
+    return invalid_argument("kernel " + name + ": the knob unroll must be 1 to 8 (vectors per thread), not " +
+                            std::to_string(unroll));
   const std::string u = std::to_string(unroll);
   const std::string n4 = std::to_string(n / 4) + "LL";
   // The knob "walk": 0, grid-stride loops over a capped grid (the vectors of a thread one grid apart);
   // 1, one block per tile of block * unroll vectors and no loop (a thread's vectors one block apart),
   // the way torch's vectorized elementwise kernel walks.
-  const bool tiles = ctx.kernel.knob("walk", kDefaultWalk) == 1;
+  const int64_t walk = ctx.kernel.knob("walk", kDefaultWalk);
+  if (walk != 0 && walk != 1)
+    return invalid_argument("kernel " + name + ": the knob walk must be 0 (grid-stride) or 1 (tiles), not " +
+                            std::to_string(walk));
+  const bool tiles = walk == 1;
   os << "// The same chain, 4 elements per 16-byte load and store, " << u << " vectors per thread in flight"
      << (tiles ? ", one tile per block" : "") << ".\n"
      << "__global__ void __launch_bounds__(" << block << ") " << name << "_x4(" << decl.str() << out_decl << ") {\n";
@@ -368,23 +375,21 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
        << "  for (int64_t q0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q0 < " << n4 << "; q0 += " << u
        << " * step) {\n";
   }
-  std::vector<std::pair<std::string, std::string>> loaded;  // (array, pointer) of each vector load
-  for (auto v : vector_loads) loaded.emplace_back("p" + std::to_string(v), "in" + std::to_string(v));
+  // Each vector load: the register array it fills, the pointer it reads, the vector type.
+  struct VectorLoad {
+    std::string array, pointer, type;
+  };
+  std::vector<VectorLoad> loaded;
+  for (auto v : vector_loads) loaded.push_back({"p" + std::to_string(v), "in" + std::to_string(v), vec_t(v)});
   const std::string ovec = ir::is_floating(out_type.dtype) ? "float4" : "int4";
-  if (reads_out) loaded.emplace_back("pout", "out");
-  for (size_t j = 0; j < loaded.size(); ++j) {
-    const std::string t = j < vector_loads.size() ? vec_t(vector_loads[j]) : ovec;
-    os << "    " << t << " " << loaded[j].first << "[" << u << "];\n";
-  }
+  if (reads_out) loaded.push_back({"pout", "out", ovec});
+  for (const auto& l : loaded) os << "    " << l.type << " " << l.array << "[" << u << "];\n";
   os << "#pragma unroll\n"
      << "    for (int u = 0; u < " << u << "; ++u) {\n"
      << "      const int64_t q = q0 + u * step;\n"
      << "      if (q < " << n4 << ") {\n";
-  for (size_t j = 0; j < loaded.size(); ++j) {
-    const std::string t = j < vector_loads.size() ? vec_t(vector_loads[j]) : ovec;
-    os << "        " << loaded[j].first << "[u] = reinterpret_cast<const " << t << "*>(" << loaded[j].second
-       << ")[q];\n";
-  }
+  for (const auto& l : loaded)
+    os << "        " << l.array << "[u] = reinterpret_cast<const " << l.type << "*>(" << l.pointer << ")[q];\n";
   os << "      }\n"
      << "    }\n"
      << "#pragma unroll\n"

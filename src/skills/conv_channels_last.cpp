@@ -27,8 +27,9 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const sched
   const size_t sp = x.shape.size() >= 2 ? x.shape.size() - 2 : 0;
   // Run 6 (bench/NOTES.md) took 1-d and 2-d convs out: our first transposes (32x32 scalar tiles) ran at
   // half Inductor's rate and ate the engine's gain. With the 16-byte tiles and the gather, run 7's
-  // profile put level2/1 at 1.82 ms of kernels (NCHW 2.38, compile 1.63) and level1/50 at 1.60 (NCHW
-  // 2.10, compile 1.62); level1/55 even (3.86 vs 3.81 NCHW). So every spatial rank again.
+  // profile put level2/1 at 1.82 ms of kernels and level1/50 at 1.60 (compile 1.63 and 1.62 in the same
+  // call; our NCHW programs 2.38 and 2.10 in the call before), level1/55 at 3.86 (eager, on the NCHW
+  // engine, 3.81 in the same call). So every spatial rank again.
   if (sp < 1 || sp > 3) return "cuDNN's channels-last convs have 1 to 3 spatial dims";
   if (x.numel() == 0 || y.numel() == 0) return "empty";
   if (transpose) {

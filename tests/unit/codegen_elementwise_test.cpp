@@ -66,6 +66,19 @@ TEST(CodegenElementwise, VectorWalkKnob) {
   EXPECT_NE(stride->kernels[0].code.find("q0 += 2 * step"), std::string::npos) << stride->kernels[0].code;
   EXPECT_NE(stride->kernels[0].code.find("float4 p0[2];"), std::string::npos) << stride->kernels[0].code;
   EXPECT_NE(stride->kernels[0].code.find("_x4<<<kf_grid(125000LL, 256)"), std::string::npos) << stride->kernels[0].code;
+  // Values outside the knobs' ranges are refused with what they may be.
+  s.kernels[0].knobs["walk"] = 2;
+  auto bad_walk = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
+  ASSERT_FALSE(bad_walk.is_ok());
+  EXPECT_NE(bad_walk.status().message().find("the knob walk must be 0 (grid-stride) or 1 (tiles), not 2"),
+            std::string::npos)
+      << bad_walk.status().message();
+  s.kernels[0].knobs["walk"] = 1;
+  s.kernels[0].knobs["unroll"] = 0;
+  auto bad_unroll = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
+  ASSERT_FALSE(bad_unroll.is_ok());
+  EXPECT_NE(bad_unroll.status().message().find("the knob unroll must be 1 to 8"), std::string::npos)
+      << bad_unroll.status().message();
 }
 
 TEST(CodegenElementwise, BiasBroadcastGolden) {

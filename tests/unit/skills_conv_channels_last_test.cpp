@@ -212,6 +212,13 @@ TEST(ConvEngineSearch, EveryCudnnConvUnderALooseToleranceAndTheFieldItSets) {
   auto plain = codegen::emit_program(g, first(g, 1e-2), {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_TRUE(plain.is_ok());
   EXPECT_TRUE(has(plain->kernels[0].code, "    0,  // engine_search: torch's engine")) << plain->kernels[0].code;
+  // A knob value out of range is refused.
+  auto bad = first(g, 1e-2);
+  bad.kernels[0].knobs["engine_search"] = -1;
+  auto refused_knob = codegen::emit_program(g, bad, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_FALSE(refused_knob.is_ok());
+  EXPECT_TRUE(has(refused_knob.status().message(), "the knob engine_search must be 0"))
+      << refused_knob.status().message();
 }
 
 TEST(ConvEngineSearch, TheDefaultPlannerSearchesChannelsLastConvsToo) {
