@@ -1,20 +1,22 @@
 """GPU harness worker: verifies a candidate ModelNew against the problem's Model and times
-candidate, eager and torch.compile side by side. One process per GPU; a CUDA fault poisons the
-process, so the caller restarts it.
+candidate, eager and torch.compile side by side. One worker per GPU, in two processes: this one
+(the checker) runs the reference and decides the verdict; the candidate runs in a process of its
+own (`kforge.candidate_worker`), which sends its outputs back and never holds a reference output.
+A CUDA fault poisons only the candidate's process, which the checker starts again.
 
     python3 -m kforge.harness --problem P.py --candidate model_new.py [--protocol cuda-agent] [--profile]
 
 prints one JSON result (the result type of DESIGN.md) on the last line of stdout.
 """
 import argparse
+import atexit
 import importlib.util
 import json
-import math
 import os
-import statistics
+import shutil
+import subprocess
 import sys
-import time
-import traceback
+import tempfile
 
 PROTOCOLS = {
     # name: (model mode, atol, rtol, number of input sets)
@@ -73,14 +75,10 @@ def build_models(ref_mod, cand_mod, protocol, device):
     return ref.to(device), cand.to(device) if cand is not None else None
 
 
-def poison_allocator(device, nbytes=1 << 30):
-    """Fills a block of the caching allocator with NaN and frees it, so that outputs a candidate
-    allocates with torch.empty and forgets to write read as NaN rather than stale results."""
+def synchronize(device):
     import torch
-    free, _ = torch.cuda.mem_get_info(device)
-    n = min(nbytes, max(free // 4, 1 << 20)) // 4
-    block = torch.full((n,), float("nan"), dtype=torch.float32, device=device)
-    del block
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize(device)
 
 
 def flatten(out):
@@ -95,7 +93,132 @@ def flatten(out):
     return [out]
 
 
-def compare(ref_out, cand_out, inputs, atol, rtol):
+
+
+FATAL_MARKERS = ("illegal memory access", "unspecified launch failure", "misaligned address",
+                 "an illegal instruction", "device-side assert", "CUDA error: unknown error")
+
+
+def _die_with_parent():
+    """In the candidate's process before exec: killed when the checker dies."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except Exception:
+        pass
+
+
+def _not_dumpable():
+    """The checker's memory is closed to ptrace and /proc/PID/mem of same-user processes, the
+    candidate's among them (PR_SET_DUMPABLE 0)."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None).prctl(4, 0) == 0
+    except Exception:
+        return False
+
+
+class CandidateProcess:
+    """The candidate's own process (python3 -m kforge.candidate_worker), started on first use and
+    again after it died. It sends outputs back as raw files in a private exchange directory (in
+    /dev/shm when there is one); nothing goes the other way but commands and seeds."""
+
+    def __init__(self):
+        self.proc = None
+        self.exchange = None
+        atexit.register(self.stop)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self):
+        self.stop()
+        shm = "/dev/shm"
+        base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+        self.exchange = tempfile.mkdtemp(prefix="kforge-exchange-", dir=base)
+        env = dict(os.environ)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen([sys.executable, "-m", "kforge.candidate_worker", "--exchange", self.exchange],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                     env=env, preexec_fn=_die_with_parent)
+
+    def stop(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        if self.exchange:
+            shutil.rmtree(self.exchange, ignore_errors=True)
+            self.exchange = None
+
+    def send(self, req):
+        if not self.alive():
+            self.start()
+        try:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # receive() reports the death
+
+    def receive(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.wait()
+            self.stop()
+            how = "was killed by signal %d" % -code if code < 0 else "exited with code %d" % code
+            return {"outcome": "runtime_fault", "message": "the candidate's process %s without an answer" % how}
+        try:
+            ans = json.loads(line)
+            if not isinstance(ans, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            self.stop()
+            return {"outcome": "runtime_fault", "message": "the candidate's process answered garbage: %s" % e}
+        if ans.get("outcome") == "runtime_fault" and any(m in ans.get("message", "") for m in FATAL_MARKERS):
+            self.stop()  # its CUDA context is poisoned: the next command starts a fresh one
+        return ans
+
+    def ask(self, req):
+        self.send(req)
+        return self.receive()
+
+    def fetch_outputs(self, meta, device):
+        """The outputs a `run` wrote, as tensors on `device`; (tensors, None) or (None, why)."""
+        import torch
+        outs = []
+        listed = meta.get("outputs")
+        if not isinstance(listed, list):
+            return None, "the candidate's process sent no output list"
+        for i, m in enumerate(listed):
+            dtype = getattr(torch, str(m.get("dtype")), None) if isinstance(m, dict) else None
+            shape = m.get("shape") if isinstance(m, dict) else None
+            if not isinstance(dtype, torch.dtype) or not isinstance(shape, list) or \
+                    not all(isinstance(d, int) and d >= 0 for d in shape):
+                return None, "output %d: the candidate's process described it as %r" % (i, m)
+            numel = 1
+            for d in shape:
+                numel *= d
+            path = os.path.join(self.exchange, "out_%d.bin" % i)
+            nbytes = numel * torch.empty((), dtype=dtype).element_size()
+            try:
+                size = os.path.getsize(path)
+            except OSError:
+                size = -1
+            if size != nbytes:
+                return None, "output %d: %d bytes sent for shape %s %s (%d expected)" % (i, size, shape, dtype, nbytes)
+            if numel == 0:
+                outs.append(torch.empty(shape, dtype=dtype, device=device))
+            else:
+                host = torch.from_file(path, shared=False, size=numel, dtype=dtype)
+                outs.append(host.to(device).reshape(shape))
+                del host
+            os.unlink(path)
+        return outs, None
+
+
+def compare(ref_out, cand_out, atol, rtol):
     """Returns (ok, max_abs_err, max_rel_err, message)."""
     import torch
     r = flatten(ref_out)
@@ -105,15 +228,10 @@ def compare(ref_out, cand_out, inputs, atol, rtol):
     max_abs = 0.0
     max_rel = 0.0
     for i, (a, b) in enumerate(zip(r, c)):
-        if not isinstance(b, torch.Tensor):
-            return False, None, None, "output %d is %s, not a tensor" % (i, type(b).__name__)
         if tuple(a.shape) != tuple(b.shape):
             return False, None, None, "output %d has shape %s, expected %s" % (i, tuple(b.shape), tuple(a.shape))
         if a.dtype != b.dtype:
             return False, None, None, "output %d has dtype %s, expected %s" % (i, b.dtype, a.dtype)
-        for x in inputs:
-            if isinstance(x, torch.Tensor) and b.numel() and x.numel() and b.data_ptr() == x.data_ptr():
-                return False, None, None, "output %d aliases an input" % i
         bf = b.double()
         af = a.double()
         if not torch.isfinite(bf).all() and not torch.equal(torch.isfinite(bf), torch.isfinite(af)):
@@ -128,22 +246,34 @@ def compare(ref_out, cand_out, inputs, atol, rtol):
     return True, max_abs, max_rel, ""
 
 
-def verify(ref_mod, cand_mod, protocol, device, seeds=None):
+def verify(ref_mod, child, protocol, device, seeds=None):
+    """The reference runs here while the candidate runs in its own process on the same seed's
+    inputs; its outputs come back through the exchange directory and are compared here."""
     import torch
     mode, atol, rtol, n = PROTOCOLS[protocol]
     seeds = seeds or [1000 + 7 * k for k in range(n)]
-    ref, cand = build_models(ref_mod, cand_mod, protocol, device)
+    ref, _ = build_models(ref_mod, None, protocol, device)
     worst_abs = 0.0
     worst_rel = 0.0
     with torch.no_grad():
         for seed in seeds:
+            child.send({"cmd": "run", "seed": seed})
             inputs = seeded_inputs(ref_mod, seed, device)
-            ref_out = ref(*inputs)
-            torch.cuda.synchronize(device)
-            poison_allocator(device)
-            cand_out = cand(*inputs)
-            torch.cuda.synchronize(device)
-            ok, a, r, msg = compare(ref_out, cand_out, inputs, atol, rtol)
+            ref_out = flatten(ref(*inputs))
+            del inputs
+            synchronize(device)
+            ans = child.receive()
+            if "outcome" in ans:
+                return {"outcome": ans["outcome"], "message": "seed %d: %s" % (seed, ans.get("message", ""))}
+            if "wrong" in ans:
+                return {"outcome": "wrong_answer", "max_abs_err": None, "max_rel_err": None,
+                        "message": "seed %d: %s" % (seed, ans["wrong"])}
+            cand_out, why = child.fetch_outputs(ans, device)
+            if why:
+                return {"outcome": "wrong_answer", "max_abs_err": None, "max_rel_err": None,
+                        "message": "seed %d: %s" % (seed, why)}
+            ok, a, r, msg = compare(ref_out, cand_out, atol, rtol)
+            del cand_out, ref_out
             if a is not None:
                 worst_abs = max(worst_abs, a)
                 worst_rel = max(worst_rel, r)
@@ -152,147 +282,15 @@ def verify(ref_mod, cand_mod, protocol, device, seeds=None):
     return {"outcome": "ok", "max_abs_err": worst_abs, "max_rel_err": worst_rel, "message": ""}
 
 
-class StreamWatch:
-    """While active, counts the CUDA streams code makes (torch.cuda.Stream) or switches to
-    (torch.cuda.stream, torch.cuda.set_stream) other than the one current when it started: work
-    there is off the timed stream. (A Stream object for the timed stream itself, as
-    torch.cuda.current_stream() makes one on every call, does not count.) Used around the candidate's timed calls only (the reference and
-    torch.compile are trusted). A second layer behind the static checks, which forbid streams in
-    candidate source; CUDA code making streams is refused at build by the CUDA static checks."""
-
-    def __init__(self, torch):
-        self.torch = torch
-        self.count = 0
-
-    def __enter__(self):
-        cuda = self.torch.cuda
-        self.saved = (cuda.Stream, cuda.stream, cuda.set_stream)
-        self.home = cuda.current_stream()
-        watch = self
-        original_stream_cls, original_stream_ctx, original_set_stream = self.saved
-
-        class WatchedStream(original_stream_cls):
-            # torch.cuda.current_stream() builds its result through this same name (a Stream for the
-            # current stream's id): only a stream other than the timed one counts.
-            def __new__(cls, *args, **kwargs):
-                made = original_stream_cls.__new__(original_stream_cls, *args, **kwargs)
-                if made != watch.home:
-                    watch.count += 1
-                return made
-
-        def stream(s):
-            if s is not None and s != watch.home:
-                watch.count += 1
-            return original_stream_ctx(s)
-
-        def set_stream(s):
-            if s != watch.home:
-                watch.count += 1
-            return original_set_stream(s)
-
-        cuda.Stream, cuda.stream, cuda.set_stream = WatchedStream, stream, set_stream
-        return self
-
-    def __exit__(self, *exc):
-        cuda = self.torch.cuda
-        cuda.Stream, cuda.stream, cuda.set_stream = self.saved
-        return False
-
-
-def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compile=True):
-    """Times candidate, eager and torch.compile interleaved, L2 flushed before each trial. The
-    candidate and eager are timed twice per trial (`*_repeat`): the medians of the same model differ
-    only by noise, the band inside which a speed-up means nothing. Then the candidate's host wall
-    time to a full synchronize, which catches work that escaped the timed stream."""
+def device_name(device):
     import torch
-    ref, cand = build_models(ref_mod, cand_mod, protocol, device)
-    inputs = seeded_inputs(ref_mod, 7, device)
-    variants = {"candidate": cand, "eager": ref}
-    compile_s = None
-    if with_compile:
-        t0 = time.time()
-        compiled = torch.compile(ref)
-        with torch.no_grad():
-            compiled(*inputs)
-        torch.cuda.synchronize(device)
-        compile_s = time.time() - t0
-        variants["compile"] = compiled
-
-        def compiled_tf32(*args):
-            # The precision-matched column: the same compiled model with TF32 matmuls, as kforge's
-            # tf32_contractions skill uses them (convolutions are TF32 in torch by default already).
-            previous = torch.get_float32_matmul_precision()
-            torch.set_float32_matmul_precision("high")
-            try:
-                return compiled(*args)
-            finally:
-                torch.set_float32_matmul_precision(previous)
-
-        variants["compile_tf32"] = compiled_tf32
-    variants["candidate_repeat"] = cand
-    variants["eager_repeat"] = ref
-    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=device)
-    times = {k: [] for k in variants}
-    watch = StreamWatch(torch)
-    with torch.no_grad():
-        for _ in range(warmup):
-            for m in variants.values():
-                m(*inputs)
-        torch.cuda.synchronize(device)
-        for _ in range(trials):
-            for name, m in variants.items():
-                flush.zero_()
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                if m is cand:
-                    with watch:
-                        m(*inputs)
-                else:
-                    m(*inputs)
-                end.record()
-                end.synchronize()
-                times[name].append(start.elapsed_time(end) / 1e3)
-        # Host wall time of the candidate to a full device synchronize: work it left on other
-        # streams (or threads) is in here, and not in its event time on the timed stream.
-        walls = []
-        for _ in range(max(3, trials // 3)):
-            flush.zero_()
-            torch.cuda.synchronize(device)
-            t0 = time.perf_counter()
-            with watch:
-                cand(*inputs)
-            torch.cuda.synchronize(device)
-            walls.append(time.perf_counter() - t0)
-    res = {}
-    for name, ts in times.items():
-        res["t_" + name] = statistics.median(ts)
-        res["spread_" + name] = [min(ts), max(ts)]
-    res["t_candidate_wall"] = statistics.median(walls)
-    res["other_streams"] = watch.count
-    res["samples"] = trials
-    res["compile_seconds"] = compile_s
-    return res
-
-
-def precompile(ref_mod, protocol, device):
-    """Compiles the reference with torch.compile and runs it once, so that the inductor's on-disk
-    cache is warm when a later profile (maybe in another worker) compiles the same graph."""
-    import torch
-    ref, _ = build_models(ref_mod, None, protocol, device)
-    inputs = seeded_inputs(ref_mod, 7, device)
-    t0 = time.time()
-    with torch.no_grad():
-        torch.compile(ref)(*inputs)
-    torch.cuda.synchronize(device)
-    torch._dynamo.reset()
-    return time.time() - t0
+    return torch.cuda.get_device_name(device) if str(device).startswith("cuda") else str(device)
 
 
 def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, trials=30, do_verify=True,
-             do_precompile=False, do_static_check=True):
+             do_precompile=False, do_static_check=True, child=None):
     import torch
-    result = {"protocol": protocol, "device": torch.cuda.get_device_name(device), "predicted": False,
+    result = {"protocol": protocol, "device": device_name(device), "predicted": False,
               "torch": torch.__version__, "problem": problem}
     # Static checks first: loading the candidate runs its module-level code.
     from kforge.static_check import check_candidate
@@ -311,64 +309,67 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
         return result
     try:
         ref_mod = load_module(problem, "kforge_ref_%d" % os.getpid())
-        cand_mod = load_module(candidate, "kforge_cand_%d" % os.getpid())
-    except Exception as e:  # a candidate that does not even load is a failure of the candidate
-        result.update({"outcome": "runtime_fault", "message": "loading: %s: %s" % (type(e).__name__, e)})
+    except Exception as e:
+        result.update({"outcome": "runtime_fault", "message": "loading the problem: %s: %s" % (type(e).__name__, e)})
         return result
+    own = child is None
+    child = child or CandidateProcess()
     try:
-        return run_candidate(result, ref_mod, cand_mod, protocol, device, do_verify, do_precompile, do_profile, trials)
+        loaded = child.ask({"cmd": "load", "problem": os.path.abspath(problem), "candidate": os.path.abspath(candidate),
+                            "protocol": protocol, "device": device})
+        if "outcome" in loaded:
+            result.update({"outcome": loaded["outcome"], "message": loaded.get("message", "")})
+            return result
+        return run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials)
     finally:
-        # Scratch a kforge candidate grew (cuDNN plans that want more than the program's workspace)
-        # is freed, so this worker does not hold gigabytes the next candidate needs.
-        release = getattr(cand_mod, "kforge_release", None)
-        if callable(release):
-            try:
-                release()
-            except Exception:  # a candidate whose release fails must not hide its own result
-                pass
+        if own:
+            child.stop()
+        elif child.alive():
+            child.ask({"cmd": "release"})
 
 
-def run_candidate(result, ref_mod, cand_mod, protocol, device, do_verify, do_precompile, do_profile, trials):
+def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials):
     """Verification, then (when it passed) the precompile and the timing; fills and returns result."""
     import torch
     try:
         if do_verify:
-            result.update(verify(ref_mod, cand_mod, protocol, device))
+            result.update(verify(ref_mod, child, protocol, device))
         else:
             result.update({"outcome": "ok", "message": "", "verified": False})
-    except torch.cuda.OutOfMemoryError as e:
+    except torch.cuda.OutOfMemoryError as e:  # the reference's side ran out of memory
         result.update({"outcome": "resource_exhausted", "message": str(e)[:500]})
         return result
     except Exception as e:
         result.update({"outcome": "runtime_fault", "message": "%s: %s" % (type(e).__name__, str(e)[:1000])})
         return result
     if result["outcome"] == "ok" and do_precompile:
-        try:
-            result["precompile_seconds"] = precompile(ref_mod, protocol, device)
-        except Exception as e:
-            result["precompile_error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+        ans = child.ask({"cmd": "precompile"})
+        if "outcome" in ans:
+            result["precompile_error"] = ans.get("message", "")[:300]
+        else:
+            result["precompile_seconds"] = ans.get("precompile_seconds")
     if result["outcome"] == "ok" and do_profile:
-        try:
-            result.update(profile(ref_mod, cand_mod, protocol, device, trials=trials))
-        except Exception as e:
-            result["profile_error"] = "%s: %s" % (type(e).__name__, str(e)[:500])
+        ans = child.ask({"cmd": "profile", "trials": trials})
+        if "outcome" in ans:
+            result["profile_error"] = ans.get("message", "")[:500]
+        else:
+            result.update({k: v for k, v in ans.items() if k.startswith(("t_", "spread_")) or
+                           k in ("other_streams", "samples", "compile_seconds")})
     return result
-
-
-FATAL_MARKERS = ("illegal memory access", "unspecified launch failure", "misaligned address",
-                 "an illegal instruction", "device-side assert", "CUDA error: unknown error")
 
 
 def serve():
     """JSON lines over stdin/stdout: one request {"problem", "candidate", "protocol", "profile",
-    "trials"} per line, one result per line. Exits after a fault that poisons the CUDA context, so
-    the caller starts a fresh worker for the next candidate."""
+    "trials"} per line, one result per line. The candidate's process is started with the first
+    request and again after it died; this process never runs candidate code."""
     import gc
     # Answers go out on a private copy of stdout; fd 1 and sys.stdout then point at stderr, so that
     # whatever a candidate prints (Python or C) can never pass for an answer.
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    _not_dumpable()
+    child = CandidateProcess()
     import torch
     for line in sys.stdin:
         line = line.strip()
@@ -378,9 +379,10 @@ def serve():
         try:
             req = json.loads(line)
             res = evaluate(req["problem"], req["candidate"], req.get("protocol", "cuda-agent"),
+                           device=req.get("device", "cuda:0"),
                            do_profile=bool(req.get("profile")), trials=int(req.get("trials", 30)),
                            do_verify=bool(req.get("verify", True)), do_precompile=bool(req.get("precompile")),
-                           do_static_check=bool(req.get("static_check", True)))
+                           do_static_check=bool(req.get("static_check", True)), child=child)
         except Exception as e:
             res = {"outcome": "runtime_fault", "message": "harness: %s: %s" % (type(e).__name__, e)}
         res["id"] = req.get("id") if isinstance(req, dict) else None
@@ -390,8 +392,7 @@ def serve():
             torch.cuda.empty_cache()
         answers.write(json.dumps(res) + "\n")
         answers.flush()
-        if res.get("outcome") == "runtime_fault" and any(m in res.get("message", "") for m in FATAL_MARKERS):
-            return 3
+    child.stop()
     return 0
 
 
@@ -401,6 +402,7 @@ def main(argv=None):
     ap.add_argument("--problem")
     ap.add_argument("--candidate")
     ap.add_argument("--protocol", default="cuda-agent", choices=sorted(PROTOCOLS))
+    ap.add_argument("--device", default="cuda:0", help="cuda:N, or cpu for a candidate in plain PyTorch")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--trials", type=int, default=30)
     args = ap.parse_args(argv)
@@ -408,7 +410,9 @@ def main(argv=None):
         return serve()
     if not args.problem or not args.candidate:
         ap.error("--problem and --candidate are required (or --serve)")
-    res = evaluate(args.problem, args.candidate, args.protocol, do_profile=args.profile, trials=args.trials)
+    _not_dumpable()
+    res = evaluate(args.problem, args.candidate, args.protocol, device=args.device, do_profile=args.profile,
+                   trials=args.trials)
     print(json.dumps(res))
     return 0
 

@@ -31,7 +31,10 @@ std::vector<std::string> bwrap_args(const std::string& bwrap, const IsolationOpt
   std::vector<std::string> a = {bwrap,  "--ro-bind", "/",     "/",      "--dev-bind",       "/dev",
                                 "/dev", "--proc",    "/proc", "--bind", o.scratch.string(), o.scratch.string()};
   if (!o.shared_cache.empty()) a.insert(a.end(), {"--bind", o.shared_cache.string(), o.shared_cache.string()});
-  a.insert(a.end(), {"--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--"});
+  // No capabilities inside (kforge may run as root): with the harness's checker not dumpable, the
+  // candidate's process cannot ptrace it or read /proc/<checker>/mem.
+  a.insert(a.end(), {"--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+                     "--cap-drop", "ALL", "--"});
   return a;
 }
 

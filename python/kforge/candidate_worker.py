@@ -1,0 +1,299 @@
+"""The candidate's process: loads and runs a candidate ModelNew for the harness
+(`kforge.harness`), which starts it, verifies what it sends back and never shows it a reference
+output. The reference runs in the harness's process, under another CUDA context: nothing the
+candidate does here (a scan of Python's objects or of the caching allocator, a read of freed
+memory, a look up the call stack) can find a reference output, because none exists in this process.
+
+    python3 -m kforge.candidate_worker --exchange DIR
+
+JSON lines: one command per line on stdin, one answer per line on a private copy of stdout (fd 1
+and sys.stdout point at stderr, so what a candidate prints never passes for an answer).
+
+- {"cmd": "load", "problem", "candidate", "protocol", "device"}: loads both files and builds both
+  models as the protocol says (the reference model is needed for the weights and for timing).
+- {"cmd": "run", "seed"}: makes the seed's inputs, poisons the allocator, runs the candidate and
+  writes each output, raw, to DIR/out_<i>.bin; answers {"outputs": [{"shape", "dtype"}, ...]} or
+  {"wrong": why} (an output that is not a tensor, or that aliases an input).
+- {"cmd": "precompile"}, {"cmd": "profile", "trials"}: as the harness did in one process before.
+- {"cmd": "release"}: drops the models and frees what the candidate holds.
+A failure is an answer {"outcome": "runtime_fault" | "resource_exhausted", "message"}; after a
+fault that poisons the CUDA context the process exits (code 3) and the harness starts another.
+"""
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+
+from kforge.harness import (FATAL_MARKERS, build_models, flatten, load_module, seeded_inputs,
+                            synchronize)
+
+
+def poison_allocator(device, nbytes=1 << 30):
+    """Fills a block of the caching allocator with NaN and frees it, so that outputs a candidate
+    allocates with torch.empty and forgets to write read as NaN rather than stale results."""
+    import torch
+    free, _ = torch.cuda.mem_get_info(device)
+    n = min(nbytes, max(free // 4, 1 << 20)) // 4
+    block = torch.full((n,), float("nan"), dtype=torch.float32, device=device)
+    del block
+
+
+class StreamWatch:
+    """While active, counts the CUDA streams code makes (torch.cuda.Stream) or switches to
+    (torch.cuda.stream, torch.cuda.set_stream) other than the one current when it started: work
+    there is off the timed stream. (A Stream object for the timed stream itself, as
+    torch.cuda.current_stream() makes one on every call, does not count.) Used around the candidate's timed calls only (the reference and
+    torch.compile are trusted). A second layer behind the static checks, which forbid streams in
+    candidate source; CUDA code making streams is refused at build by the CUDA static checks."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.count = 0
+
+    def __enter__(self):
+        cuda = self.torch.cuda
+        self.saved = (cuda.Stream, cuda.stream, cuda.set_stream)
+        self.home = cuda.current_stream()
+        watch = self
+        original_stream_cls, original_stream_ctx, original_set_stream = self.saved
+
+        class WatchedStream(original_stream_cls):
+            # torch.cuda.current_stream() builds its result through this same name (a Stream for the
+            # current stream's id): only a stream other than the timed one counts.
+            def __new__(cls, *args, **kwargs):
+                made = original_stream_cls.__new__(original_stream_cls, *args, **kwargs)
+                if made != watch.home:
+                    watch.count += 1
+                return made
+
+        def stream(s):
+            if s is not None and s != watch.home:
+                watch.count += 1
+            return original_stream_ctx(s)
+
+        def set_stream(s):
+            if s != watch.home:
+                watch.count += 1
+            return original_set_stream(s)
+
+        cuda.Stream, cuda.stream, cuda.set_stream = WatchedStream, stream, set_stream
+        return self
+
+    def __exit__(self, *exc):
+        cuda = self.torch.cuda
+        cuda.Stream, cuda.stream, cuda.set_stream = self.saved
+        return False
+
+
+def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compile=True):
+    """Times candidate, eager and torch.compile interleaved, L2 flushed before each trial. The
+    candidate and eager are timed twice per trial (`*_repeat`): the medians of the same model differ
+    only by noise, the band inside which a speed-up means nothing. Then the candidate's host wall
+    time to a full synchronize, which catches work that escaped the timed stream."""
+    import torch
+    ref, cand = build_models(ref_mod, cand_mod, protocol, device)
+    inputs = seeded_inputs(ref_mod, 7, device)
+    variants = {"candidate": cand, "eager": ref}
+    compile_s = None
+    if with_compile:
+        t0 = time.time()
+        compiled = torch.compile(ref)
+        with torch.no_grad():
+            compiled(*inputs)
+        torch.cuda.synchronize(device)
+        compile_s = time.time() - t0
+        variants["compile"] = compiled
+
+        def compiled_tf32(*args):
+            # The precision-matched column: the same compiled model with TF32 matmuls, as kforge's
+            # tf32_contractions skill uses them (convolutions are TF32 in torch by default already).
+            previous = torch.get_float32_matmul_precision()
+            torch.set_float32_matmul_precision("high")
+            try:
+                return compiled(*args)
+            finally:
+                torch.set_float32_matmul_precision(previous)
+
+        variants["compile_tf32"] = compiled_tf32
+    variants["candidate_repeat"] = cand
+    variants["eager_repeat"] = ref
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=device)
+    times = {k: [] for k in variants}
+    watch = StreamWatch(torch)
+    with torch.no_grad():
+        for _ in range(warmup):
+            for m in variants.values():
+                m(*inputs)
+        torch.cuda.synchronize(device)
+        for _ in range(trials):
+            for name, m in variants.items():
+                flush.zero_()
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                if m is cand:
+                    with watch:
+                        m(*inputs)
+                else:
+                    m(*inputs)
+                end.record()
+                end.synchronize()
+                times[name].append(start.elapsed_time(end) / 1e3)
+        # Host wall time of the candidate to a full device synchronize: work it left on other
+        # streams (or threads) is in here, and not in its event time on the timed stream.
+        walls = []
+        for _ in range(max(3, trials // 3)):
+            flush.zero_()
+            torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+            with watch:
+                cand(*inputs)
+            torch.cuda.synchronize(device)
+            walls.append(time.perf_counter() - t0)
+    res = {}
+    for name, ts in times.items():
+        res["t_" + name] = statistics.median(ts)
+        res["spread_" + name] = [min(ts), max(ts)]
+    res["t_candidate_wall"] = statistics.median(walls)
+    res["other_streams"] = watch.count
+    res["samples"] = trials
+    res["compile_seconds"] = compile_s
+    return res
+
+
+def precompile(ref_mod, protocol, device):
+    """Compiles the reference with torch.compile and runs it once, so that the inductor's on-disk
+    cache is warm when a later profile (maybe in another worker) compiles the same graph."""
+    import torch
+    ref, _ = build_models(ref_mod, None, protocol, device)
+    inputs = seeded_inputs(ref_mod, 7, device)
+    t0 = time.time()
+    with torch.no_grad():
+        torch.compile(ref)(*inputs)
+    torch.cuda.synchronize(device)
+    torch._dynamo.reset()
+    return time.time() - t0
+
+
+def write_outputs(out, inputs, exchange):
+    """The candidate's outputs, raw, into the exchange directory; the harness reads them back."""
+    import torch
+    meta = []
+    for i, b in enumerate(flatten(out)):
+        if not isinstance(b, torch.Tensor):
+            return {"wrong": "output %d is %s, not a tensor" % (i, type(b).__name__)}
+        for x in inputs:
+            if isinstance(x, torch.Tensor) and b.numel() and x.numel() and b.data_ptr() == x.data_ptr():
+                return {"wrong": "output %d aliases an input" % i}
+        path = os.path.join(exchange, "out_%d.bin" % i)
+        with open(path, "wb") as f:
+            f.truncate(b.numel() * b.element_size())
+        if b.numel():
+            torch.from_file(path, shared=True, size=b.numel(), dtype=b.dtype).copy_(b.detach().reshape(-1))
+        meta.append({"shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", "")})
+    return {"outputs": meta}
+
+
+class Candidate:
+    """What one `load` made: the two modules and the two models."""
+
+    def __init__(self, req):
+        self.protocol = req["protocol"]
+        self.device = req["device"]
+        self.count = getattr(Candidate, "loaded", 0) + 1
+        Candidate.loaded = self.count
+        try:
+            self.ref_mod = load_module(req["problem"], "kforge_ref_%d" % self.count)
+            self.cand_mod = load_module(req["candidate"], "kforge_cand_%d" % self.count)
+        except Exception as e:  # a candidate that does not even load is a failure of the candidate
+            raise LoadError("loading: %s: %s" % (type(e).__name__, e))
+        self.ref, self.cand = build_models(self.ref_mod, self.cand_mod, self.protocol, self.device)
+
+    def run(self, seed, exchange):
+        import torch
+        inputs = seeded_inputs(self.ref_mod, seed, self.device)
+        if self.device.startswith("cuda"):
+            poison_allocator(self.device)
+        with torch.no_grad():
+            out = self.cand(*inputs)
+        synchronize(self.device)
+        return write_outputs(out, inputs, exchange)
+
+    def release(self):
+        # Scratch a kforge candidate grew (cuDNN plans that want more than the program's workspace)
+        # is freed, so this process does not hold gigabytes the next candidate needs.
+        release = getattr(self.cand_mod, "kforge_release", None)
+        self.ref = self.cand = None
+        if callable(release):
+            release()
+
+
+class LoadError(Exception):
+    pass
+
+
+def handle(req, state, exchange):
+    """One command; returns (answer, state)."""
+    cmd = req.get("cmd")
+    if cmd == "load":
+        if state is not None:
+            state.release()
+        try:
+            return {"loaded": True}, Candidate(req)
+        except LoadError as e:
+            return {"outcome": "runtime_fault", "message": str(e)}, None
+    if cmd == "release":
+        if state is not None:
+            state.release()
+        return {"released": True}, None
+    if state is None:
+        return {"outcome": "runtime_fault", "message": "harness: '%s' before a successful load" % cmd}, None
+    if cmd == "run":
+        return state.run(int(req["seed"]), exchange), state
+    if cmd == "precompile":
+        return {"precompile_seconds": precompile(state.ref_mod, state.protocol, state.device)}, state
+    if cmd == "profile":
+        return profile(state.ref_mod, state.cand_mod, state.protocol, state.device, trials=int(req["trials"])), state
+    return {"outcome": "runtime_fault", "message": "harness: unknown command %r" % cmd}, state
+
+
+def serve(exchange):
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    import torch
+    state = None
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+            ans, state = handle(req, state, exchange)
+        except torch.cuda.OutOfMemoryError as e:
+            ans = {"outcome": "resource_exhausted", "message": str(e)[:500]}
+        except Exception as e:
+            ans = {"outcome": "runtime_fault", "message": "%s: %s" % (type(e).__name__, str(e)[:1000])}
+        if state is None or "outcome" in ans:
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        answers.write(json.dumps(ans) + "\n")
+        answers.flush()
+        if ans.get("outcome") == "runtime_fault" and any(m in ans.get("message", "") for m in FATAL_MARKERS):
+            return 3
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m kforge.candidate_worker", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--exchange", required=True, help="the directory the outputs are written to")
+    args = ap.parse_args(argv)
+    return serve(args.exchange)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

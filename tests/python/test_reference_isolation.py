@@ -1,0 +1,143 @@
+"""The harness keeps the reference outputs out of the candidate's process: the candidate runs in
+kforge.candidate_worker, the reference and the verdict stay in kforge.harness. Runs on the CPU
+(device "cpu", candidates in plain PyTorch, static checks off so that only the isolation is tested);
+the GPU path is the same code with device cuda:0 (tests/gpu, `kforge selftest threats --gpu`)."""
+import importlib.util
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "../../python"))
+import kforge.harness as h  # noqa: E402
+
+THREATS = os.path.join(HERE, "../threats")
+PROBLEM = os.path.join(THREATS, "problem_relu.py")
+
+
+def write(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(open(PROBLEM).read() + "\n\n" + body)
+    return str(path)
+
+
+def evaluate(candidate, child=None, problem=PROBLEM):
+    return h.evaluate(problem, candidate, "cuda-agent", device="cpu", do_static_check=False, child=child)
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("fixture_%d" % abs(hash(path)), path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_an_honest_candidate_passes_and_a_wrong_one_does_not(tmp_path):
+    ok = write(tmp_path, "ok.py", "class ModelNew(Model):\n    def forward(self, x):\n        return x.clamp_min(0)\n")
+    res = evaluate(ok)
+    assert res["outcome"] == "ok", res
+    assert res["max_abs_err"] == 0.0
+    wrong = write(tmp_path, "wrong.py", "class ModelNew(Model):\n    def forward(self, x):\n        return x.abs()\n")
+    res = evaluate(wrong)
+    assert res["outcome"] == "wrong_answer" and "differs" in res["message"], res
+
+
+@pytest.mark.parametrize("fixture", ["reference_scan.py", "caller_frames.py"])
+def test_a_candidate_looking_for_the_reference_output_finds_nothing(fixture):
+    path = os.path.join(THREATS, fixture)
+    # In one process, as the harness ran before, the fixture does find the reference output ...
+    mod = load(path)
+    torch.manual_seed(0)
+    x = mod.get_inputs()[0]
+    ref_out = mod.Model()(x)  # noqa: F841  (alive while the candidate runs, as in a shared process)
+    stolen = mod.ModelNew()(x)
+    assert torch.equal(stolen, torch.relu(x)), "the fixture no longer finds a reference in its own process"
+    del ref_out
+    # ... and in the candidate's own process there is none to find.
+    res = evaluate(path)
+    assert res["outcome"] == "wrong_answer", res
+
+
+def test_a_candidate_process_that_dies_is_a_runtime_fault_and_the_next_one_runs(tmp_path):
+    child = h.CandidateProcess()
+    try:
+        crash = write(tmp_path, "crash.py", "import os, signal\n\nclass ModelNew(Model):\n"
+                      "    def forward(self, x):\n        os.kill(os.getpid(), signal.SIGSEGV)\n")
+        res = evaluate(crash, child)
+        assert res["outcome"] == "runtime_fault" and "signal 11" in res["message"], res
+        ok = write(tmp_path, "ok.py", "class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(x)\n")
+        assert evaluate(ok, child)["outcome"] == "ok"
+    finally:
+        child.stop()
+
+
+def test_outputs_keep_their_dtypes_and_count(tmp_path):
+    problem = tmp_path / "problem.py"
+    problem.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x, t):\n        return (x * 2, x > 0, t + 1)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(3, 5), torch.randint(0, 9, (7,))]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
+    base = problem.read_text() + "\n\nclass ModelNew(Model):\n    def forward(self, x, t):\n"
+    good = tmp_path / "good.py"
+    good.write_text(base + "        return (x + x, x > 0, t + 1)\n")
+    res = evaluate(str(good), problem=str(problem))
+    assert res["outcome"] == "ok", res
+    fewer = tmp_path / "fewer.py"
+    fewer.write_text(base + "        return (x + x, x > 0)\n")
+    res = evaluate(str(fewer), problem=str(problem))
+    assert res["outcome"] == "wrong_answer" and "2 outputs, reference 3" in res["message"], res
+    cast = tmp_path / "cast.py"
+    cast.write_text(base + "        return (x + x, (x > 0).float(), t + 1)\n")
+    res = evaluate(str(cast), problem=str(problem))
+    assert res["outcome"] == "wrong_answer" and "dtype" in res["message"], res
+    aliased = tmp_path / "aliased.py"
+    aliased.write_text(base + "        return (x.mul_(2), x > 0, t + 1)\n")
+    res = evaluate(str(aliased), problem=str(problem))
+    assert res["outcome"] == "wrong_answer" and "aliases an input" in res["message"], res
+    not_tensor = tmp_path / "not_tensor.py"
+    not_tensor.write_text(base + "        return (x + x, 1, t + 1)\n")
+    res = evaluate(str(not_tensor), problem=str(problem))
+    assert res["outcome"] == "wrong_answer" and "not a tensor" in res["message"], res
+
+
+PROBE = """import os
+
+class ModelNew(Model):
+    def forward(self, x):
+        # The right answer only if the checker's (its parent's) memory can be read.
+        try:
+            with open('/proc/%d/maps' % os.getppid()) as maps:
+                start = int(next(l for l in maps if l.split()[1].startswith('r')).split('-')[0], 16)
+            with open('/proc/%d/mem' % os.getppid(), 'rb') as mem:
+                mem.seek(start)
+                mem.read(1)
+            return torch.relu(x)
+        except (OSError, StopIteration, ValueError):
+            return x.abs()
+"""
+
+
+@pytest.mark.parametrize("hardened", [False, True])
+def test_the_candidate_cannot_read_the_checkers_memory(tmp_path, hardened):
+    """In kforge's sandbox (bubblewrap, every capability dropped) the checker is not dumpable, so
+    the candidate (same user) cannot open /proc/<checker>/mem; without that the probe can."""
+    import json
+    import shutil
+    import subprocess
+    bwrap = shutil.which("bwrap")
+    sandbox = [bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
+               "--bind", str(tmp_path), str(tmp_path), "--unshare-pid", "--cap-drop", "ALL", "--"]
+    if not bwrap or subprocess.run(sandbox + ["/bin/true"]).returncode != 0:
+        pytest.skip("bubblewrap does not work here")
+    probe = write(tmp_path, "probe.py", PROBE)
+    script = ("import sys, json; sys.path.insert(0, %r); import kforge.harness as h; %s"
+              "print(json.dumps(h.evaluate(%r, %r, 'cuda-agent', device='cpu', do_static_check=False)))"
+              % (os.path.join(HERE, "../../python"), "h._not_dumpable(); " if hardened else "", PROBLEM, probe))
+    r = subprocess.run(sandbox + [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, TMPDIR=str(tmp_path)))
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["outcome"] == ("wrong_answer" if hardened else "ok"), (res, r.stderr[-2000:])
