@@ -6,6 +6,8 @@
 #   bench/gpu_run.sh kernelbench probe    all 150 verified under kernelbench (--time-limit 240 s), then
 #                                         the cuDNN engine probe of failing convs (conv_engine_probe.py)
 #   bench/gpu_run.sh threats              every threat fixture through the GPU harness (selftest --gpu)
+#   bench/gpu_run.sh exports              every level-1 problem exported (kernelbench format) and verified
+#                                         in that form by kforge's harness (bench/export_check.py)
 #   bench/gpu_run.sh cuda-agent kernels   with PROFILE="level2/1_Conv2D_ReLU_BiasAdd ..." (and BENCH_EXTRA
 #                                         "--only ..." to build just those): per-kernel device times of
 #                                         candidate, eager and compile (bench/kernel_profile.py)
@@ -49,7 +51,7 @@ bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new wor
     --json "$OUT/bench-$protocol.json" --out /tmp/bench-"$protocol" --force "$@" ${BENCH_EXTRA:-} \
     > /tmp/bench-"$protocol".txt 2> "$OUT/bench-$protocol.log"
   echo "$protocol bench: exit $?"
-  pkill -9 -f kforge.harness
+  pkill -9 -f 'kforge[.](harness|candidate_worker)'
   cat /tmp/bench-"$protocol".txt >> "$OUT/bench-tables.txt"
 }
 
@@ -58,13 +60,13 @@ for part in "$@"; do
     tests)
       timeout "${TESTS_TIMEOUT:-420}" $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs ${GPU_TESTS:-tests/gpu} > "$OUT/gpu-tests.txt" 2>&1
       echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
-      pkill -9 -f kforge.harness ;;
+      pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     cuda-agent) bench cuda-agent "${CUDA_AGENT_LIMIT:-300}" --trials 10 ;;
     kernelbench) bench kernelbench "${KERNELBENCH_LIMIT:-240}" --no-profile ;;
     threats)
       timeout 420 .gpu/kforge selftest threats --gpu --fixtures tests/threats --json "$OUT/threats.json" > "$OUT/threats.txt" 2>&1
       echo "threats: exit $?"; tail -30 "$OUT/threats.txt"
-      pkill -9 -f kforge.harness ;;
+      pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     probe)
       timeout 150 $KFORGE_PYTHON bench/conv_engine_probe.py --cands /tmp/bench-kernelbench .gpu/kb/level1/50_*.py \
         .gpu/kb/level1/57_*.py .gpu/kb/level1/76_*.py .gpu/kb/level1/81_*.py > "$OUT/conv-probe.txt" 2>&1
@@ -85,7 +87,14 @@ for part in "$@"; do
         timeout "${PROFILE_LIMIT:-200}" $KFORGE_PYTHON bench/kernel_profile.py --cands /tmp/knob-cands "${files[@]}"; } \
         > "$OUT/knob-kernel-profile.txt" 2>&1
       echo "knob kernel profile: exit $?"; tail -40 "$OUT/knob-kernel-profile.txt" ;;
-    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels)" >&2 ;;
+    exports)
+      # Every problem of EXPORT_LEVEL (default level1) exported as one KernelBench file and verified in
+      # that form (bench/export_check.py; EXPORT_JOBS evaluations at once).
+      timeout "${EXPORT_LIMIT:-540}" $KFORGE_PYTHON bench/export_check.py --suite ".gpu/kb/${EXPORT_LEVEL:-level1}" \
+        --out /tmp/exports --json "$OUT/export-check.json" -j "${EXPORT_JOBS:-12}" ${EXPORT_EXTRA:-} > "$OUT/export-check.txt" 2>&1
+      echo "export check: exit $?"; grep -v "^\[" "$OUT/export-check.txt" | tail -40
+      pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports)" >&2 ;;
   esac
 done
 if [ -f "$OUT/bench-tables.txt" ]; then

@@ -72,8 +72,9 @@ struct ExportArgs {
   std::string input;     // an optimize/build output directory, a problem .py or a graph .json
   std::string schedule;  // optional schedule .json (default: the directory's, or plan afresh)
   std::string format = "kernelbench";
-  std::string out = "-";  // "-": stdout
-  bool force = false;     // overwrite an existing output file
+  std::string out = "-";            // "-": stdout
+  bool force = false;               // overwrite an existing output file
+  bool allow_library_only = false;  // write a program without a __global__ kernel of its own anyway
   CommonOptions common;
 };
 int run_export(const ExportArgs& a);

@@ -126,6 +126,9 @@ int main(int argc, char** argv) {
   exp->add_option("--format", export_args.format, "export format")->check(CLI::IsMember({"kernelbench"}));
   exp->add_option("-o,--out", export_args.out, "the file to write (default: stdout)");
   exp->add_flag("--force", export_args.force, "overwrite the output file if it exists");
+  exp->add_flag("--allow-library-only", export_args.allow_library_only,
+                "write a program whose kernels only call cuBLAS/cuDNN (no __global__ of its own) anyway: kforge's "
+                "harness runs it, upstream KernelBench's strict checker rejects it");
   add_common(exp, export_args.common);
 
   SynthArgs synth_args;

@@ -13,12 +13,26 @@
 
 namespace kforge::codegen {
 
-// `program` is what emit_program made for `g`; `reference_source` is the problem file's text.
+struct KernelbenchExportOptions {
+  // What the caller removed from the problem's source so that upstream's checker accepts it (for the
+  // file's banner); empty when the source is the problem file as it is.
+  std::string source_change;
+  // Export a program with no __global__ kernel of its own (it only calls cuBLAS/cuDNN) all the same:
+  // kforge's harness runs it, upstream's strict checker rejects it, and the banner says so.
+  bool allow_library_only = false;
+};
+
+// `program` is what emit_program made for `g`; `reference_source` is the problem's source.
 // Fails (unsupported) when the upstream static checker would reject the file whatever kforge emits:
 // the problem source itself breaks a strict rule, or the program has no __global__ kernel of its own
-// (pure cuBLAS/cuDNN programs).
+// (pure cuBLAS/cuDNN programs) and `allow_library_only` is off.
 StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& program,
-                                         const std::string& reference_source);
+                                         const std::string& reference_source,
+                                         const KernelbenchExportOptions& options = {});
+
+// The rules of upstream's checker that concern any Python text (try/except, `pass`, threads, ...),
+// without the CUDA-backend ones: one message per broken rule, naming the line.
+std::vector<std::string> kernelbench_strict_rule_violations(const std::string& text);
 
 // The program's CUDA units as the one translation unit load_inline compiles (its cuda_sources,
 // without the torch includes load_inline prepends): library includes hoisted, the runtime header

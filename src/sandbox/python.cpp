@@ -14,14 +14,46 @@ namespace kforge::sandbox {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+StatusOr<std::string> python_path() {
+  KF_ASSIGN_OR_RETURN(fs::path home, kforge_home());
+  std::string pythonpath = (home / "python").string();
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += std::string(":") + old;
+  return pythonpath;
+}
+
+fs::path temp_file_for(const std::string& what, const std::string& problem_path, const std::string& ext) {
+  return fs::temp_directory_path() /
+         ("kforge-" + what + "-" + std::to_string(::getpid()) + "-" + content_hash(problem_path).substr(0, 8) + ext);
+}
+
+}  // namespace
+
+StatusOr<std::string> problem_source_without_docstrings(const std::string& problem_path) {
+  KF_ASSIGN_OR_RETURN(std::string pythonpath, python_path());
+  const fs::path tmp = temp_file_for("source", problem_path, ".py");
+  std::vector<std::string> argv = {
+      python_executable(), "-m", "kforge.problem_source", fs::absolute(problem_path).string(), "-o", tmp.string()};
+  KF_ASSIGN_OR_RETURN(ProcessResult r,
+                      run_process(argv, {.timeout_seconds = 120,
+                                         .extra_env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1"}}));
+  std::error_code ec;
+  if (!r.ok()) {
+    fs::remove(tmp, ec);
+    return external_error("removing the docstrings of " + problem_path + " failed (" + shell_join(argv) + "):\n" +
+                          r.output);
+  }
+  auto text = read_file(tmp);
+  fs::remove(tmp, ec);
+  return text;
+}
+
 StatusOr<Json> run_importer(const std::string& problem_path, const ImportOptions& options) {
   std::error_code ec;
   if (!fs::exists(problem_path, ec)) return not_found("no such problem file: " + problem_path);
-  KF_ASSIGN_OR_RETURN(fs::path home, kforge_home());
-  fs::path tmp = fs::temp_directory_path() / ("kforge-import-" + std::to_string(::getpid()) + "-" +
-                                              content_hash(problem_path).substr(0, 8) + ".json");
-  std::string pythonpath = (home / "python").string();
-  if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += std::string(":") + old;
+  KF_ASSIGN_OR_RETURN(std::string pythonpath, python_path());
+  const fs::path tmp = temp_file_for("import", problem_path, ".json");
   std::vector<std::string> argv = {
       python_executable(), "-m",     "kforge.importer", fs::absolute(problem_path).string(), "-o",
       tmp.string(),        "--mode", options.mode};
