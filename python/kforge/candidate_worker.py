@@ -189,8 +189,14 @@ def write_outputs(out, inputs, exchange):
             if isinstance(x, torch.Tensor) and b.numel() and x.numel() and b.data_ptr() == x.data_ptr():
                 return {"wrong": "output %d aliases an input" % i}
         path = os.path.join(exchange, "out_%d.bin" % i)
+        nbytes = b.numel() * b.element_size()
         with open(path, "wb") as f:
-            f.truncate(b.numel() * b.element_size())
+            try:
+                if nbytes:
+                    os.posix_fallocate(f.fileno(), 0, nbytes)  # no room is an error here, not a SIGBUS later
+            except OSError as e:
+                return {"outcome": "resource_exhausted",
+                        "message": "no room for output %d (%d bytes) in %s: %s" % (i, nbytes, exchange, e)}
         if b.numel():
             torch.from_file(path, shared=True, size=b.numel(), dtype=b.dtype).copy_(b.detach().reshape(-1))
         meta.append({"shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", "")})

@@ -118,10 +118,22 @@ def _not_dumpable():
         return False
 
 
+def exchange_base(room=32 << 30):
+    """/dev/shm when it has room for large outputs (a container's may have 64 MB), else TMPDIR."""
+    shm = "/dev/shm"
+    try:
+        st = os.statvfs(shm)
+        if os.access(shm, os.W_OK) and st.f_bavail * st.f_frsize >= room:
+            return shm
+    except OSError:
+        pass
+    return None
+
+
 class CandidateProcess:
     """The candidate's own process (python3 -m kforge.candidate_worker), started on first use and
     again after it died. It sends outputs back as raw files in a private exchange directory (in
-    /dev/shm when there is one); nothing goes the other way but commands and seeds."""
+    /dev/shm when it has room); nothing goes the other way but commands and seeds."""
 
     def __init__(self):
         self.proc = None
@@ -133,9 +145,7 @@ class CandidateProcess:
 
     def start(self):
         self.stop()
-        shm = "/dev/shm"
-        base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-        self.exchange = tempfile.mkdtemp(prefix="kforge-exchange-", dir=base)
+        self.exchange = tempfile.mkdtemp(prefix="kforge-exchange-", dir=exchange_base())
         env = dict(os.environ)
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
