@@ -297,8 +297,22 @@ def serve(exchange):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m kforge.candidate_worker", description=__doc__.split("\n\n")[0])
     ap.add_argument("--exchange", required=True, help="the directory the outputs are written to")
+    ap.add_argument("--parent", type=int, default=0, help="the harness's pid: this process dies with it")
     args = ap.parse_args(argv)
+    if args.parent:
+        die_with_parent(args.parent)
     return serve(args.exchange)
+
+
+def die_with_parent(parent):
+    """Killed (SIGKILL) when the harness that started it dies; gone already if it died first."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except Exception:
+        pass
+    if os.getppid() != parent:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

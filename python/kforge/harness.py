@@ -99,15 +99,6 @@ FATAL_MARKERS = ("illegal memory access", "unspecified launch failure", "misalig
                  "an illegal instruction", "device-side assert", "CUDA error: unknown error")
 
 
-def _die_with_parent():
-    """In the candidate's process before exec: killed when the checker dies."""
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-    except Exception:
-        pass
-
-
 def _not_dumpable():
     """The checker's memory is closed to ptrace and /proc/PID/mem of same-user processes, the
     candidate's among them (PR_SET_DUMPABLE 0)."""
@@ -149,9 +140,9 @@ class CandidateProcess:
         env = dict(os.environ)
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "kforge.candidate_worker", "--exchange", self.exchange],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-                                     env=env, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen([sys.executable, "-m", "kforge.candidate_worker", "--exchange", self.exchange,
+                                      "--parent", str(os.getpid())],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
 
     def stop(self):
         if self.proc is not None:
