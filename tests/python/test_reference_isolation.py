@@ -141,3 +141,38 @@ def test_the_candidate_cannot_read_the_checkers_memory(tmp_path, hardened):
                        env=dict(os.environ, TMPDIR=str(tmp_path)))
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["outcome"] == ("wrong_answer" if hardened else "ok"), (res, r.stderr[-2000:])
+
+
+def test_a_busy_candidate_process_dies_with_the_checker(tmp_path):
+    import signal
+    import subprocess
+    import time
+    hang = write(tmp_path, "hang.py", "import time\ntime.sleep(600)\n\nclass ModelNew(Model):\n    ...\n")
+    script = ("import sys, time; sys.path.insert(0, %r); import kforge.harness as h; c = h.CandidateProcess(); "
+              "c.send({'cmd': 'load', 'problem': %r, 'candidate': %r, 'protocol': 'cuda-agent', 'device': 'cpu'}); "
+              "print(c.proc.pid, flush=True); time.sleep(600)" % (os.path.join(HERE, "../../python"), PROBLEM, hang))
+    checker = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = int(checker.stdout.readline())
+
+    def running(pid):
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                return "\nState:\tZ" not in f.read()
+        except OSError:
+            return False
+
+    def cmdline(pid):
+        with open("/proc/%d/cmdline" % pid) as f:
+            return f.read()
+
+    time.sleep(5)  # the child has loaded torch and sits in the candidate's module code
+    assert running(child) and "candidate_worker" in cmdline(child)
+    checker.send_signal(signal.SIGKILL)
+    checker.wait()
+    deadline = time.time() + 30
+    while running(child) and time.time() < deadline:
+        time.sleep(0.2)
+    alive = running(child)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive, "the candidate's process outlived the checker"
