@@ -12,8 +12,11 @@ and sys.stdout point at stderr, so what a candidate prints never passes for an a
 - {"cmd": "load", "problem", "candidate", "protocol", "device"}: loads both files and builds both
   models as the protocol says (the reference model is needed for the weights and for timing).
 - {"cmd": "run", "seed"}: makes the seed's inputs, poisons the allocator, runs the candidate and
-  writes each output, raw, to DIR/out_<i>.bin; answers {"outputs": [{"shape", "dtype"}, ...]} or
-  {"wrong": why} (an output that is not a tensor, or that aliases an input).
+  answers {"outputs": [{"shape", "dtype", ...}, ...], "transfer"} or {"wrong": why} (an output that
+  is not a tensor, or that aliases an input). On a GPU the outputs are shared by CUDA IPC ("ipc":
+  their storage's handle; they stay alive here until the next command); otherwise, or when that
+  fails, each is written raw to DIR/out_<i>.bin ("file"). {"cmd": "write_files"} writes the last
+  run's outputs as files after all (the harness could not map them).
 - {"cmd": "precompile"}, {"cmd": "profile", "trials"}: as the harness did in one process before.
 - {"cmd": "release"}: drops the models and frees what the candidate holds.
 A failure is an answer {"outcome": "runtime_fault" | "resource_exhausted", "message"}; after a
@@ -178,16 +181,24 @@ def precompile(ref_mod, protocol, device):
     return time.time() - t0
 
 
-def write_outputs(out, inputs, exchange):
-    """The candidate's outputs, raw, into the exchange directory; the harness reads them back."""
+def checked_outputs(out, inputs):
+    """The candidate's outputs as a list of tensors, or {"wrong": why}."""
     import torch
-    meta = []
-    for i, b in enumerate(flatten(out)):
+    outs = flatten(out)
+    for i, b in enumerate(outs):
         if not isinstance(b, torch.Tensor):
             return {"wrong": "output %d is %s, not a tensor" % (i, type(b).__name__)}
         for x in inputs:
             if isinstance(x, torch.Tensor) and b.numel() and x.numel() and b.data_ptr() == x.data_ptr():
                 return {"wrong": "output %d aliases an input" % i}
+    return outs
+
+
+def write_outputs(outs, exchange):
+    """The outputs, raw, into the exchange directory; the harness reads them back."""
+    import torch
+    meta = []
+    for i, b in enumerate(outs):
         path = os.path.join(exchange, "out_%d.bin" % i)
         nbytes = b.numel() * b.element_size()
         with open(path, "wb") as f:
@@ -200,7 +211,25 @@ def write_outputs(out, inputs, exchange):
         if b.numel():
             torch.from_file(path, shared=True, size=b.numel(), dtype=b.dtype).copy_(b.detach().reshape(-1))
         meta.append({"shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", "")})
-    return {"outputs": meta}
+    return {"outputs": meta, "transfer": "file"}
+
+
+def share_outputs(outs):
+    """CUDA outputs as IPC descriptors of their storage (no copy): the harness maps them into its own
+    context and reads them there. The tensors stay alive here until the next command."""
+    import base64
+    meta = []
+    for b in outs:
+        m = {"shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", ""), "stride": list(b.stride()),
+             "storage_offset": b.storage_offset()}
+        if b.untyped_storage().nbytes():
+            dev, handle, size, offset, counter, counter_offset, event, sync = b.untyped_storage()._share_cuda_()
+            enc = (lambda v: base64.b64encode(v).decode() if isinstance(v, bytes) else None)
+            m["ipc"] = {"device": dev, "handle": enc(handle), "size_bytes": size, "offset_bytes": offset,
+                        "ref_counter": enc(counter), "ref_counter_offset": counter_offset, "event": enc(event),
+                        "event_sync": bool(sync)}
+        meta.append(m)
+    return {"outputs": meta, "transfer": "ipc"}
 
 
 class Candidate:
@@ -217,22 +246,42 @@ class Candidate:
         except Exception as e:  # a candidate that does not even load is a failure of the candidate
             raise LoadError("loading: %s: %s" % (type(e).__name__, e))
         self.ref, self.cand = build_models(self.ref_mod, self.cand_mod, self.protocol, self.device)
+        self.outputs = None
 
     def run(self, seed, exchange):
         import torch
         inputs = seeded_inputs(self.ref_mod, seed, self.device)
         if self.device.startswith("cuda"):
             poison_allocator(self.device)
+        self.outputs = None
         with torch.no_grad():
             out = self.cand(*inputs)
         synchronize(self.device)
-        return write_outputs(out, inputs, exchange)
+        outs = checked_outputs(out, inputs)
+        del out, inputs
+        if isinstance(outs, dict):
+            return outs
+        if self.device.startswith("cuda"):
+            try:
+                shared = share_outputs(outs)
+                self.outputs = outs  # alive while the harness reads them
+                return shared
+            except Exception as e:  # no CUDA IPC here: files
+                print("kforge candidate worker: CUDA IPC failed (%s: %s); outputs go through files"
+                      % (type(e).__name__, e), file=sys.stderr)
+        return write_outputs(outs, exchange)
+
+    def write_files(self, exchange):
+        """The outputs the last run shared, as files (the harness could not map them)."""
+        if self.outputs is None:
+            return {"outcome": "runtime_fault", "message": "harness: no outputs to write"}
+        return write_outputs(self.outputs, exchange)
 
     def release(self):
         # Scratch a kforge candidate grew (cuDNN plans that want more than the program's workspace)
         # is freed, so this process does not hold gigabytes the next candidate needs.
         release = getattr(self.cand_mod, "kforge_release", None)
-        self.ref = self.cand = None
+        self.ref = self.cand = self.outputs = None
         if callable(release):
             release()
 
@@ -259,6 +308,8 @@ def handle(req, state, exchange):
         return {"outcome": "runtime_fault", "message": "harness: '%s' before a successful load" % cmd}, None
     if cmd == "run":
         return state.run(int(req["seed"]), exchange), state
+    if cmd == "write_files":
+        return state.write_files(exchange), state
     if cmd == "precompile":
         return {"precompile_seconds": precompile(state.ref_mod, state.protocol, state.device)}, state
     if cmd == "profile":

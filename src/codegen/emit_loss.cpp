@@ -336,6 +336,15 @@ StatusOr<KernelSource> emit_Loss(const EmitContext& ctx) {
   s.params = pa + ", " + ctype(out.dtype) + "* __restrict__ out";
   s.args = args + ", " + ctx.out_ptr();
   s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+  if (ta.shape == bshape && tb.shape == bshape && ta.dtype == ir::DType::kFloat32 &&
+      tb.dtype == ir::DType::kFloat32 && CT == "float") {
+    // Both operands read at the element's own offset: 16-byte loads of each.
+    s.vec_ptr = "in0";
+    s.vec_host = ctx.in_ptr(0);
+    s.vec_ptr2 = "in1";
+    s.vec_host2 = ctx.in_ptr(1);
+    s.vec_value = "(double)" + K + "_elem(V0, V1)";
+  }
   add_reduction(a, s);
   return finish(ctx, a, {ta.dtype, tb.dtype, out.dtype}, std::string(ir::op_info(node.op).name) + ", " + red);
 }

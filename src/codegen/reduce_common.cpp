@@ -265,31 +265,48 @@ Code emit(const Spec& s) {
         << "    const long long j1 = j0 + " << ll(CH) << " < " << ll(N) << " ? j0 + " << ll(CH) << " : " << ll(N)
         << ";\n";
     if (vec) {
-      // The four lanes of the 16-byte vector `w` loaded at vector index `q`, added in order.
-      auto add4 = [&](const std::string& w, const std::string& q, const std::string& indent) {
+      // The four lanes of the 16-byte vector `w` (and `u`, of vec_ptr2) loaded at vector index `q`,
+      // added in order.
+      const bool two = !s.vec_ptr2.empty();
+      auto add4 = [&](int k, const std::string& q, const std::string& indent) {
         std::ostringstream a;
         a << indent << "{\n" << indent << "  const long long jq = j0 + 4LL * (" << q << ");\n";
         const char* lane[4] = {"x", "y", "z", "w"};
         for (int l = 0; l < 4; ++l) {
-          a << indent << "  { const float v = " << w << "." << lane[l] << "; const long long j = jq"
-            << (l ? " + " + std::to_string(l) : "") << "; (void)j; " << s.add << " }\n";
+          const std::string w = "w" + std::to_string(k) + "." + lane[l];
+          a << indent << "  { ";
+          if (two) {
+            a << "const float V0 = " << w << "; const float V1 = u" << k << "." << lane[l] << "; const " << s.elem
+              << " v = " << s.vec_value << ";";
+          } else {
+            a << "const float v = " << w << ";";
+          }
+          a << " const long long j = jq" << (l ? " + " + std::to_string(l) : "") << "; (void)j; " << s.add << " }\n";
         }
         a << indent << "}\n";
         return a.str();
       };
-      // Four vectors loaded before any is added (more bytes in flight per thread), then the rest.
+      auto loads = [&](const std::string& w, const std::string& u, const std::string& q) {
+        std::string t = "const float4 " + w + " = p4[" + q + "];";
+        if (two) t += " const float4 " + u + " = q4[" + q + "];";
+        return t;
+      };
+      // Four vectors loaded (per pointer) before any is added (more bytes in flight per thread), then the rest.
       dev << "    if (VEC) {\n"
-          << "      const float4* p4 = reinterpret_cast<const float4*>(" << s.vec_ptr << " + base + j0);\n"
-          << "      const long long n4 = (j1 - j0) >> 2;\n"
+          << "      const float4* p4 = reinterpret_cast<const float4*>(" << s.vec_ptr << " + base + j0);\n";
+      if (two) dev << "      const float4* q4 = reinterpret_cast<const float4*>(" << s.vec_ptr2 << " + base + j0);\n";
+      dev << "      const long long n4 = (j1 - j0) >> 2;\n"
           << "      long long q = threadIdx.x;\n"
           << "      for (; q + " << 3 * B << "LL < n4; q += " << 4 * B << "LL) {\n"
-          << "        const float4 w0 = p4[q], w1 = p4[q + " << B << "LL], w2 = p4[q + " << 2 * B << "LL], w3 = p4[q + "
-          << 3 * B << "LL];\n"
-          << add4("w0", "q", "        ") << add4("w1", "q + " + ll(B), "        ")
-          << add4("w2", "q + " + ll(2 * B), "        ") << add4("w3", "q + " + ll(3 * B), "        ") << "      }\n"
+          << "        " << loads("w0", "u0", "q") << "\n"
+          << "        " << loads("w1", "u1", "q + " + ll(B)) << "\n"
+          << "        " << loads("w2", "u2", "q + " + ll(2 * B)) << "\n"
+          << "        " << loads("w3", "u3", "q + " + ll(3 * B)) << "\n"
+          << add4(0, "q", "        ") << add4(1, "q + " + ll(B), "        ") << add4(2, "q + " + ll(2 * B), "        ")
+          << add4(3, "q + " + ll(3 * B), "        ") << "      }\n"
           << "      for (; q < n4; q += " << B << "LL) {\n"
-          << "        const float4 w4 = p4[q];\n"
-          << add4("w4", "q", "        ") << "      }\n"
+          << "        " << loads("w4", "u4", "q") << "\n"
+          << add4(4, "q", "        ") << "      }\n"
           << "    } else {\n"
           << strided_loop(s, "j0 + (long long)threadIdx.x", ll(B), "      ") << "    }\n";
     } else {
@@ -302,7 +319,9 @@ Code emit(const Spec& s) {
     int64_t blocks = std::min(tasks, kGridCap);
     std::string part_arg = S > 1 ? P + "_part" : "nullptr";
     if (vec) {
-      host << "  if ((reinterpret_cast<uintptr_t>(" << s.vec_host << ") & 15) == 0) {\n"
+      host << "  if ((reinterpret_cast<uintptr_t>(" << s.vec_host << ") & 15) == 0"
+           << (s.vec_ptr2.empty() ? "" : " && (reinterpret_cast<uintptr_t>(" + s.vec_host2 + ") & 15) == 0")
+           << ") {\n"
            << "    " << P << "_rows<true><<<" << blocks << ", " << B << ", 0, ctx->stream>>>(" << s.args << ", "
            << part_arg << ");\n"
            << "  } else {\n"

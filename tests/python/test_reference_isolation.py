@@ -176,3 +176,22 @@ def test_a_busy_candidate_process_dies_with_the_checker(tmp_path):
     if alive:
         os.kill(child, signal.SIGKILL)
     assert not alive, "the candidate's process outlived the checker"
+
+
+def test_shared_output_descriptors_are_checked_before_they_are_used():
+    """The GPU path maps the candidate's outputs from CUDA IPC descriptors it sent: every field is
+    checked here before torch sees it (never unpickled), so a forged one is an error, not an action."""
+    import base64
+    good = {"stride": [1], "storage_offset": 0,
+            "ipc": {"device": 0, "handle": base64.b64encode(b"x" * 64).decode(), "size_bytes": 16,
+                    "offset_bytes": 0, "ref_counter": base64.b64encode(b"/torch_12_34_0").decode(),
+                    "ref_counter_offset": 0, "event": None, "event_sync": False}}
+    forged = [
+        dict(good, stride=[1, 1]),                 # a layout of another rank
+        dict(good, storage_offset=-4),             # before the storage
+        dict(good, ipc=dict(good["ipc"], ref_counter=base64.b64encode(b"/../../etc/passwd").decode())),
+        dict(good, ipc=dict(good["ipc"], size_bytes=-1)),
+    ]
+    for m in forged:
+        with pytest.raises(ValueError):
+            h.open_shared(m, torch.float32, [4], "cuda:0")

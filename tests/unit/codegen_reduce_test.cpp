@@ -331,6 +331,12 @@ TEST(CodegenReduceLoss, ElementwiseLossesBroadcastAndReduce) {
   EXPECT_TRUE(has(p.kernels[0].code, "a.s / (300000.0)"));
   Program kl = emit_one("kl_div", {{"a", {64, 500}}, {"b", {64, 500}}}, R"({"reduction": "batchmean"})", {});
   EXPECT_TRUE(has(kl.kernels[0].code, "a.s / (64.0)"));
+  // Same-shape float operands: 16-byte loads of both, the element computed from the two lanes, and
+  // the vector kernel only when both pointers are aligned; a broadcast operand keeps scalar loads.
+  EXPECT_TRUE(has(kl.kernels[0].code, "const float4 u0 = q4[q];")) << kl.kernels[0].code;
+  EXPECT_TRUE(has(kl.kernels[0].code, "const double v = (double)k0_kl_div_elem(V0, V1);"));
+  EXPECT_TRUE(has(kl.kernels[0].code, "& 15) == 0 && (reinterpret_cast<uintptr_t>("));
+  EXPECT_FALSE(has(p.kernels[0].code, "q4[")) << p.kernels[0].code;
   Program none =
       emit_one("huber_loss", {{"a", {10, 3}}, {"b", {10, 3}}}, R"({"reduction": "none", "delta": 2.0})", {10, 3});
   EXPECT_TRUE(has(none.kernels[0].code, "k0_huber_loss_none<<<"));
