@@ -82,26 +82,18 @@ def test_outputs_keep_their_dtypes_and_count(tmp_path):
         "def get_inputs():\n    return [torch.randn(3, 5), torch.randint(0, 9, (7,))]\n\n\n"
         "def get_init_inputs():\n    return []\n")
     base = problem.read_text() + "\n\nclass ModelNew(Model):\n    def forward(self, x, t):\n"
-    good = tmp_path / "good.py"
-    good.write_text(base + "        return (x + x, x > 0, t + 1)\n")
-    res = evaluate(str(good), problem=str(problem))
-    assert res["outcome"] == "ok", res
-    fewer = tmp_path / "fewer.py"
-    fewer.write_text(base + "        return (x + x, x > 0)\n")
-    res = evaluate(str(fewer), problem=str(problem))
-    assert res["outcome"] == "wrong_answer" and "2 outputs, reference 3" in res["message"], res
-    cast = tmp_path / "cast.py"
-    cast.write_text(base + "        return (x + x, (x > 0).float(), t + 1)\n")
-    res = evaluate(str(cast), problem=str(problem))
-    assert res["outcome"] == "wrong_answer" and "dtype" in res["message"], res
-    aliased = tmp_path / "aliased.py"
-    aliased.write_text(base + "        return (x.mul_(2), x > 0, t + 1)\n")
-    res = evaluate(str(aliased), problem=str(problem))
-    assert res["outcome"] == "wrong_answer" and "aliases an input" in res["message"], res
-    not_tensor = tmp_path / "not_tensor.py"
-    not_tensor.write_text(base + "        return (x + x, 1, t + 1)\n")
-    res = evaluate(str(not_tensor), problem=str(problem))
-    assert res["outcome"] == "wrong_answer" and "not a tensor" in res["message"], res
+    cases = [  # (name, what forward returns, expected outcome, words the message has)
+        ("good", "(x + x, x > 0, t + 1)", "ok", ""),
+        ("fewer", "(x + x, x > 0)", "wrong_answer", "2 outputs, reference 3"),
+        ("cast", "(x + x, (x > 0).float(), t + 1)", "wrong_answer", "dtype"),
+        ("aliased", "(x.mul_(2), x > 0, t + 1)", "wrong_answer", "aliases an input"),
+        ("not_tensor", "(x + x, 1, t + 1)", "wrong_answer", "not a tensor"),
+    ]
+    for name, returned, outcome, words in cases:
+        path = tmp_path / (name + ".py")
+        path.write_text(base + "        return " + returned + "\n")
+        res = evaluate(str(path), problem=str(problem))
+        assert res["outcome"] == outcome and words in res.get("message", ""), (name, res)
 
 
 PROBE = """import os
