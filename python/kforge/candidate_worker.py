@@ -30,7 +30,7 @@ import statistics
 import sys
 import time
 
-from kforge.harness import (FATAL_MARKERS, build_models, flatten, load_module, seeded_inputs,
+from kforge.harness import (FATAL_MARKERS, build_models, failure_of, flatten, load_module, seeded_inputs,
                             synchronize)
 
 
@@ -330,10 +330,8 @@ def serve(exchange):
         try:
             req = json.loads(line)
             ans, state = handle(req, state, exchange)
-        except torch.cuda.OutOfMemoryError as e:
-            ans = {"outcome": "resource_exhausted", "message": str(e)[:500]}
         except Exception as e:
-            ans = {"outcome": "runtime_fault", "message": "%s: %s" % (type(e).__name__, str(e)[:1000])}
+            ans = failure_of(e)
         if state is None or "outcome" in ans:
             gc.collect()
             if torch.cuda.is_available():

@@ -99,6 +99,15 @@ FATAL_MARKERS = ("illegal memory access", "unspecified launch failure", "misalig
                  "an illegal instruction", "device-side assert", "CUDA error: unknown error")
 
 
+def failure_of(e):
+    """An exception while a candidate ran, as a result: out of memory is resource_exhausted whether
+    torch's allocator raised it or a CUDA call (cuDNN scratch, a candidate's own cudaMalloc) did."""
+    import torch
+    if isinstance(e, torch.cuda.OutOfMemoryError) or "CUDA error: out of memory" in str(e):
+        return {"outcome": "resource_exhausted", "message": str(e)[:500]}
+    return {"outcome": "runtime_fault", "message": "%s: %s" % (type(e).__name__, str(e)[:1000])}
+
+
 def _not_dumpable():
     """The checker's memory is closed to ptrace and /proc/PID/mem of same-user processes, the
     candidate's among them (PR_SET_DUMPABLE 0)."""
@@ -380,17 +389,13 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
 
 def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials):
     """Verification, then (when it passed) the precompile and the timing; fills and returns result."""
-    import torch
     try:
         if do_verify:
             result.update(verify(ref_mod, child, protocol, device))
         else:
             result.update({"outcome": "ok", "message": "", "verified": False})
-    except torch.cuda.OutOfMemoryError as e:  # the reference's side ran out of memory
-        result.update({"outcome": "resource_exhausted", "message": str(e)[:500]})
-        return result
-    except Exception as e:
-        result.update({"outcome": "runtime_fault", "message": "%s: %s" % (type(e).__name__, str(e)[:1000])})
+    except Exception as e:  # on the reference's side (the candidate's failures come as answers)
+        result.update(failure_of(e))
         return result
     if result["outcome"] == "ok" and do_precompile:
         ans = child.ask({"cmd": "precompile"})

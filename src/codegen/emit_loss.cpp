@@ -336,8 +336,8 @@ StatusOr<KernelSource> emit_Loss(const EmitContext& ctx) {
   s.params = pa + ", " + ctype(out.dtype) + "* __restrict__ out";
   s.args = args + ", " + ctx.out_ptr();
   s.block = static_cast<int>(ctx.kernel.knob("block", 256));
-  if (ta.shape == bshape && tb.shape == bshape && ta.dtype == ir::DType::kFloat32 &&
-      tb.dtype == ir::DType::kFloat32 && CT == "float") {
+  if (ta.shape == bshape && tb.shape == bshape && ta.dtype == ir::DType::kFloat32 && tb.dtype == ir::DType::kFloat32 &&
+      CT == "float") {
     // Both operands read at the element's own offset: 16-byte loads of each.
     s.vec_ptr = "in0";
     s.vec_host = ctx.in_ptr(0);

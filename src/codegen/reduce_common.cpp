@@ -320,8 +320,7 @@ Code emit(const Spec& s) {
     std::string part_arg = S > 1 ? P + "_part" : "nullptr";
     if (vec) {
       host << "  if ((reinterpret_cast<uintptr_t>(" << s.vec_host << ") & 15) == 0"
-           << (s.vec_ptr2.empty() ? "" : " && (reinterpret_cast<uintptr_t>(" + s.vec_host2 + ") & 15) == 0")
-           << ") {\n"
+           << (s.vec_ptr2.empty() ? "" : " && (reinterpret_cast<uintptr_t>(" + s.vec_host2 + ") & 15) == 0") << ") {\n"
            << "    " << P << "_rows<true><<<" << blocks << ", " << B << ", 0, ctx->stream>>>(" << s.args << ", "
            << part_arg << ");\n"
            << "  } else {\n"

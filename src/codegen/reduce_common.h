@@ -54,7 +54,7 @@ struct Spec {
   std::string args;     // the host expressions of those parameters, same order
   std::string vec_ptr;  // a const float* parameter whose element at `off` is exactly `vec_ptr[off]` (enables float4
                         // loads on contiguous rows), or ""
-  std::string vec_host;         // the host expression of that pointer
+  std::string vec_host;  // the host expression of that pointer
   // With vec_ptr: a second const float* read at the same offsets, and the element as an expression
   // of the two lanes V0 (vec_ptr[off]) and V1 (vec_ptr2[off]), of type elem; both must equal `load`.
   // Empty: one pointer, the element is its lane.

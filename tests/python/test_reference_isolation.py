@@ -187,3 +187,14 @@ def test_shared_output_descriptors_are_checked_before_they_are_used():
     for m in forged:
         with pytest.raises(ValueError):
             h.open_shared(m, torch.float32, [4], "cuda:0")
+
+
+def test_out_of_memory_is_resource_exhausted_whoever_raised_it():
+    # torch's allocator raises OutOfMemoryError; a failed cudaMalloc (cuDNN scratch, a candidate's own)
+    # comes as a plain error with CUDA's message. Both are resource_exhausted, other errors faults.
+    assert h.failure_of(RuntimeError("CUDA error: out of memory\nSearch for cudaErrorMemoryAllocation"))["outcome"] == \
+        "resource_exhausted"
+    if hasattr(torch.cuda, "OutOfMemoryError"):
+        assert h.failure_of(torch.cuda.OutOfMemoryError("Tried to allocate 16 GiB"))["outcome"] == "resource_exhausted"
+    fault = h.failure_of(ValueError("bad shape"))
+    assert fault == {"outcome": "runtime_fault", "message": "ValueError: bad shape"}
