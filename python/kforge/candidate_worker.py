@@ -24,6 +24,7 @@ fault that poisons the CUDA context the process exits (code 3) and the harness s
 """
 import argparse
 import gc
+import itertools
 import json
 import os
 import statistics
@@ -232,17 +233,19 @@ def share_outputs(outs):
     return {"outputs": meta, "transfer": "ipc"}
 
 
+_LOADS = itertools.count(1)
+
+
 class Candidate:
     """What one `load` made: the two modules and the two models."""
 
     def __init__(self, req):
         self.protocol = req["protocol"]
         self.device = req["device"]
-        self.count = getattr(Candidate, "loaded", 0) + 1
-        Candidate.loaded = self.count
+        n = next(_LOADS)  # module names differ from one load to the next
         try:
-            self.ref_mod = load_module(req["problem"], "kforge_ref_%d" % self.count)
-            self.cand_mod = load_module(req["candidate"], "kforge_cand_%d" % self.count)
+            self.ref_mod = load_module(req["problem"], "kforge_ref_%d" % n)
+            self.cand_mod = load_module(req["candidate"], "kforge_cand_%d" % n)
         except Exception as e:  # a candidate that does not even load is a failure of the candidate
             raise LoadError("loading: %s: %s" % (type(e).__name__, e))
         self.ref, self.cand = build_models(self.ref_mod, self.cand_mod, self.protocol, self.device)
