@@ -61,12 +61,22 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=12, help="evaluations at once (each builds its file)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per evaluation, the build included")
     ap.add_argument("--only", default="", help="comma-separated problem names")
+    ap.add_argument("--shard", default="", help="K/N: only the K-th of N equal parts of the sorted problems "
+                    "(to split a level over device calls)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     problems = sorted(os.path.join(args.suite, f) for f in os.listdir(args.suite) if f.endswith(".py"))
     if args.only:
         keep = set(args.only.split(","))
         problems = [p for p in problems if os.path.splitext(os.path.basename(p))[0] in keep]
+    if args.shard:
+        try:
+            k, n = (int(x) for x in args.shard.split("/"))
+            assert 1 <= k <= n
+        except (ValueError, AssertionError):
+            ap.error("--shard takes K/N with 1 <= K <= N, e.g. 1/2, not %r" % args.shard)
+        size = -(-len(problems) // n)
+        problems = problems[(k - 1) * size:k * size]
     start = time.time()
     with cf.ThreadPoolExecutor(os.cpu_count() or 8) as pool:
         recs = list(pool.map(lambda p: export(p, args.out), problems))
