@@ -2,7 +2,8 @@
 (`kforge export --format kernelbench --allow-library-only`) and verified by kforge's harness in that
 form (`kforge evaluate --no-profile`: static checks, load_inline build inside the candidate's
 process, 5 fresh input sets). Builds run in parallel (each load_inline build is one worker's);
-a problem that ran out of GPU memory next to the others is verified again alone at the end.
+a problem that ran out of GPU memory next to the others is verified again at the end, a quarter as
+many at once, then alone.
 
     python3 bench/export_check.py --suite .gpu/kb/level1 --out /tmp/exports --json OUT.json [-j 12]
 
@@ -106,11 +107,16 @@ def main():
             print("[%3d/%d] %-70s %s (%.0f s)" % (done, len(todo), rec["problem"][:70], rec["outcome"], rec["seconds"]),
                   flush=True)
             write(False)
-    for rec in todo:  # out of memory next to the others: once more, alone
-        if rec["outcome"] == "resource_exhausted":
-            evaluate(by_name[rec["problem"]], rec, args.timeout)
-            rec["retried_alone"] = True
-            print("alone: %s %s" % (rec["problem"], rec["outcome"]), flush=True)
+    # Out of memory next to the others: again, a quarter as many at once, then alone.
+    for jobs in sorted({max(1, args.jobs // 4), 1}, reverse=True):
+        again = [r for r in todo if r["outcome"] == "resource_exhausted"]
+        if not again:
+            break
+        with cf.ThreadPoolExecutor(jobs) as pool:
+            for rec in pool.map(lambda r: evaluate(by_name[r["problem"]], r, args.timeout), again):
+                rec["retried_with"] = jobs
+                print("again, %d at once: %s %s" % (jobs, rec["problem"], rec["outcome"]), flush=True)
+        write(False)
     summary = write(True)
     ok = summary["ok"]
     for r in recs:

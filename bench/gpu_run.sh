@@ -13,6 +13,7 @@
 #                                         candidate, eager and compile (bench/kernel_profile.py)
 #   bench/gpu_run.sh knob-kernels         the same for PROFILE's problems built with KNOB (channels_last=1)
 #                                         on the kernels of KNOB_STRATEGY (cudnn_conv): build_with_knob.py
+# EXPORT_NAME names the export check's JSON and log (default export-check; EXPORT_EXTRA "--shard 2/2").
 # GPU_TESTS names the test files or node ids to run (default tests/gpu).
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
 # LEVELS="level2" benches only the levels named (default: all of .gpu/kb); BENCH_EXTRA adds bench
@@ -91,7 +92,7 @@ for part in "$@"; do
       # Every problem of EXPORT_LEVEL (default level1) exported as one KernelBench file and verified in
       # that form (bench/export_check.py; EXPORT_JOBS evaluations at once).
       timeout "${EXPORT_LIMIT:-540}" $KFORGE_PYTHON bench/export_check.py --suite ".gpu/kb/${EXPORT_LEVEL:-level1}" \
-        --out /tmp/exports --json "$OUT/export-check.json" -j "${EXPORT_JOBS:-12}" ${EXPORT_EXTRA:-} > "$OUT/export-check.txt" 2>&1
+        --out /tmp/exports --json "$OUT/${EXPORT_NAME:-export-check}.json" -j "${EXPORT_JOBS:-12}" ${EXPORT_EXTRA:-} > "$OUT/${EXPORT_NAME:-export-check}.txt" 2>&1
       echo "export check: exit $?"; grep -v "^\[" "$OUT/export-check.txt" | tail -40
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports)" >&2 ;;
