@@ -93,7 +93,7 @@ for part in "$@"; do
       # that form (bench/export_check.py; EXPORT_JOBS evaluations at once).
       timeout "${EXPORT_LIMIT:-540}" $KFORGE_PYTHON bench/export_check.py --suite ".gpu/kb/${EXPORT_LEVEL:-level1}" \
         --out /tmp/exports --json "$OUT/${EXPORT_NAME:-export-check}.json" -j "${EXPORT_JOBS:-12}" ${EXPORT_EXTRA:-} > "$OUT/${EXPORT_NAME:-export-check}.txt" 2>&1
-      echo "export check: exit $?"; grep -v "^\[" "$OUT/export-check.txt" | tail -40
+      echo "export check: exit $?"; grep -v "^\[" "$OUT/${EXPORT_NAME:-export-check}.txt" | tail -40
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports)" >&2 ;;
   esac
