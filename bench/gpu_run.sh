@@ -8,6 +8,8 @@
 #   bench/gpu_run.sh threats              every threat fixture through the GPU harness (selftest --gpu)
 #   bench/gpu_run.sh exports              every level-1 problem exported (kernelbench format) and verified
 #                                         in that form by kforge's harness (bench/export_check.py)
+#   bench/gpu_run.sh explore              every schedule the skills reach, measured and recorded (explore.jsonl)
+#                                         for `kforge train --replay` here (issue #5's GPU criterion)
 #   bench/gpu_run.sh cuda-agent kernels   with PROFILE="level2/1_Conv2D_ReLU_BiasAdd ..." (and BENCH_EXTRA
 #                                         "--only ..." to build just those): per-kernel device times of
 #                                         candidate, eager and compile (bench/kernel_profile.py)
@@ -95,7 +97,18 @@ for part in "$@"; do
         --out /tmp/exports --json "$OUT/${EXPORT_NAME:-export-check}.json" -j "${EXPORT_JOBS:-12}" ${EXPORT_EXTRA:-} > "$OUT/${EXPORT_NAME:-export-check}.txt" 2>&1
       echo "export check: exit $?"; grep -v "^\[" "$OUT/${EXPORT_NAME:-export-check}.txt" | tail -40
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
-    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports)" >&2 ;;
+    explore)
+      # Every schedule the skills reach from each problem (exhaustive search), built, verified and timed
+      # (candidate and eager), recorded for `kforge train --eval-tasks ... --replay` (issue #5's criterion).
+      # EXPLORE_LEVELS (default "level2 level1"), EXPLORE_MAX_STATES (20), EXPLORE_LIMIT (400 s), EXPLORE_EXTRA.
+      dirs=(); for l in ${EXPLORE_LEVELS:-level2 level1}; do dirs+=(".gpu/kb/$l"); done
+      timeout $((${EXPLORE_LIMIT:-400} + 120)) .gpu/kforge explore "${dirs[@]}" --device cuda --no-compile \
+        --max-states "${EXPLORE_MAX_STATES:-20}" --trials 10 --time-limit "${EXPLORE_LIMIT:-400}" \
+        --record "$OUT/explore.jsonl" --db "$OUT/measurements.sqlite" --json "$OUT/explore.json" ${EXPLORE_EXTRA:-} \
+        > "$OUT/explore.txt" 2> "$OUT/explore.log"
+      echo "explore: exit $?"; tail -4 "$OUT/explore.txt"; grep -c '"task_done"' "$OUT/explore.jsonl"
+      pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports, explore)" >&2 ;;
   esac
 done
 if [ -f "$OUT/bench-tables.txt" ]; then

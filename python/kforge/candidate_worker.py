@@ -17,7 +17,8 @@ and sys.stdout point at stderr, so what a candidate prints never passes for an a
   their storage's handle; they stay alive here until the next command); otherwise, or when that
   fails, each is written raw to DIR/out_<i>.bin ("file"). {"cmd": "write_files"} writes the last
   run's outputs as files after all (the harness could not map them).
-- {"cmd": "precompile"}, {"cmd": "profile", "trials"}: as the harness did in one process before.
+- {"cmd": "precompile"}, {"cmd": "profile", "trials", "compile"}: as the harness did in one process before
+  ("compile": false times the candidate and eager only).
 - {"cmd": "release"}: drops the models and frees what the candidate holds.
 A failure is an answer {"outcome": "runtime_fault" | "resource_exhausted", "message"}; after a
 fault that poisons the CUDA context the process exits (code 3) and the harness starts another.
@@ -316,7 +317,8 @@ def handle(req, state, exchange):
     if cmd == "precompile":
         return {"precompile_seconds": precompile(state.ref_mod, state.protocol, state.device)}, state
     if cmd == "profile":
-        return profile(state.ref_mod, state.cand_mod, state.protocol, state.device, trials=int(req["trials"])), state
+        return profile(state.ref_mod, state.cand_mod, state.protocol, state.device, trials=int(req["trials"]),
+                       with_compile=bool(req.get("compile", True))), state
     return {"outcome": "runtime_fault", "message": "harness: unknown command %r" % cmd}, state
 
 

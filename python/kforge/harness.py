@@ -347,7 +347,7 @@ def device_name(device):
 
 
 def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, trials=30, do_verify=True,
-             do_precompile=False, do_static_check=True, child=None):
+             do_precompile=False, do_static_check=True, child=None, with_compile=True):
     import torch
     result = {"protocol": protocol, "device": device_name(device), "predicted": False,
               "torch": torch.__version__, "problem": problem}
@@ -379,7 +379,8 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
         if "outcome" in loaded:
             result.update({"outcome": loaded["outcome"], "message": loaded.get("message", "")})
             return result
-        return run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials)
+        return run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials,
+                             with_compile)
     finally:
         if own:
             child.stop()
@@ -387,7 +388,8 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
             child.ask({"cmd": "release"})
 
 
-def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials):
+def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials,
+                  with_compile=True):
     """Verification, then (when it passed) the precompile and the timing; fills and returns result."""
     try:
         if do_verify:
@@ -404,7 +406,7 @@ def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precom
         else:
             result["precompile_seconds"] = ans.get("precompile_seconds")
     if result["outcome"] == "ok" and do_profile:
-        ans = child.ask({"cmd": "profile", "trials": trials})
+        ans = child.ask({"cmd": "profile", "trials": trials, "compile": with_compile})
         if "outcome" in ans:
             result["profile_error"] = ans.get("message", "")[:500]
         else:
@@ -437,7 +439,8 @@ def serve():
                            device=req.get("device", "cuda:0"),
                            do_profile=bool(req.get("profile")), trials=int(req.get("trials", 30)),
                            do_verify=bool(req.get("verify", True)), do_precompile=bool(req.get("precompile")),
-                           do_static_check=bool(req.get("static_check", True)), child=child)
+                           do_static_check=bool(req.get("static_check", True)), child=child,
+                           with_compile=bool(req.get("compile", True)))
         except Exception as e:
             res = {"outcome": "runtime_fault", "message": "harness: %s: %s" % (type(e).__name__, e)}
         res["id"] = req.get("id") if isinstance(req, dict) else None

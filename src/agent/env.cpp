@@ -1,6 +1,7 @@
 // The environment: a task's schedule changed one skill site per turn, evaluated after each change.
 #include "agent/env.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -61,6 +62,14 @@ Status check_skill_names(const std::set<std::string>& disabled) {
 std::string Action::describe() const {
   if (is_stop()) return "stop";
   return skill + ": " + site.what;
+}
+
+std::string schedule_state_key(const ir::Graph& g, const schedule::Schedule& s) {
+  OrderedJson j = schedule::schedule_to_json(g, s);
+  std::vector<std::string> applied = s.applied;
+  std::sort(applied.begin(), applied.end());
+  j["applied"] = applied;
+  return j.dump();
 }
 
 StatusOr<double> protocol_tolerance(const std::string& protocol) {

@@ -68,6 +68,11 @@ class Evaluator {
   virtual StatusOr<Evaluation> evaluate(const Task& task, const schedule::Schedule& s) = 0;
 };
 
+// What makes two schedules of a graph the same state: the schedule JSON with the applied skills sorted,
+// so that the same sites applied in another order are one state (exhaustive search's deduplication and
+// the key of recorded evaluations, agent/evaluation_log.h).
+std::string schedule_state_key(const ir::Graph& g, const schedule::Schedule& s);
+
 // The verification tolerance (atol = rtol) a protocol sets: cuda-agent 1e-2, kernelbench 1e-4.
 StatusOr<double> protocol_tolerance(const std::string& protocol);
 

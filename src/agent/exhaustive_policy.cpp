@@ -15,16 +15,6 @@
 namespace kforge::agent {
 namespace {
 
-// What makes two schedules the same state: the schedule JSON (costmodel::schedule_hash hashes it)
-// with the applied skills sorted, so that the same sites applied in another order are one state.
-std::string schedule_key(const ir::Graph& g, const schedule::Schedule& s) {
-  OrderedJson j = schedule::schedule_to_json(g, s);
-  std::vector<std::string> applied = s.applied;
-  std::sort(applied.begin(), applied.end());
-  j["applied"] = applied;
-  return j.dump();
-}
-
 class ExhaustivePolicy : public Policy {
  public:
   explicit ExhaustivePolicy(int max_states) : max_states_(std::max(1, max_states)) {}
@@ -37,7 +27,7 @@ class ExhaustivePolicy : public Policy {
 
   int choose(const Environment& env, std::mt19937_64& rng) override {
     (void)rng;
-    const std::string now = schedule_key(env.task().graph, env.observation().schedule);
+    const std::string now = schedule_state_key(env.task().graph, env.observation().schedule);
     // A new episode (or an environment off the planned path): search again from here.
     if (env.observation().turn == 0 || next_ >= expected_.size() || expected_[next_] != now) plan(env, now);
     if (next_ < path_.size()) {
@@ -79,7 +69,7 @@ class ExhaustivePolicy : public Policy {
         if (skill == nullptr) continue;
         auto next = skill->apply(graph, obs.schedule, a.site);
         if (!next.is_ok()) continue;
-        std::string h = schedule_key(graph, next.value());
+        std::string h = schedule_state_key(graph, next.value());
         if (!seen.insert(h).second) continue;  // reached already (by another order of the same sites)
         if (states_ >= max_states_) {
           capped_ = true;

@@ -1,8 +1,13 @@
 // HarnessEvaluator: build each candidate once, verify and time it through one persistent worker.
 #include "agent/harness_evaluator.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <ctime>
+#include <optional>
+#include <set>
+#include <thread>
 
 #include "base/files.h"
 #include "costmodel/roofline.h"
@@ -61,19 +66,18 @@ StatusOr<std::string> HarnessEvaluator::reference_source(const Task& task) {
 }
 
 StatusOr<HarnessEvaluator::Build> HarnessEvaluator::build(const Task& task, const schedule::Schedule& s,
-                                                          const fs::path& dir) {
+                                                          const std::string& source, const fs::path& dir, int jobs) {
   Build b;
   if (Status st = schedule::check_schedule(task.graph, s); !st.is_ok()) {
     b.outcome = sandbox::Outcome::kCompileError;
     b.message = st.message();
     return b;
   }
-  KF_ASSIGN_OR_RETURN(std::string source, reference_source(task));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return external_error("cannot create the candidate directory " + dir.string() + ": " + ec.message());
-  ++build_count_;
-  auto built = sandbox::build_candidate(task.graph, s, source, dir, options_.jobs);
+  b.ran_nvcc = true;
+  auto built = sandbox::build_candidate(task.graph, s, source, dir, jobs);
   if (!built.is_ok()) {
     // No nvcc, or files that cannot be written: kforge cannot build anything. Anything else is codegen
     // refusing this schedule, a fact about the candidate.
@@ -88,6 +92,54 @@ StatusOr<HarnessEvaluator::Build> HarnessEvaluator::build(const Task& task, cons
     b.message = built->build.message;
   }
   return b;
+}
+
+Status HarnessEvaluator::prebuild(const std::vector<std::pair<const Task*, schedule::Schedule>>& todo, int threads,
+                                  const std::function<void(int, int)>& progress) {
+  struct Job {
+    const Task* task;
+    const schedule::Schedule* schedule;
+    const std::string* source;
+    fs::path dir;
+    std::optional<StatusOr<Build>> built;
+  };
+  std::vector<Job> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::set<std::string> queued;
+    for (const auto& [task, s] : todo) {
+      fs::path dir = candidate_dir(*task, s);
+      if (builds_.count(dir.string()) || !queued.insert(dir.string()).second) continue;
+      if (task->source.empty())
+        return invalid_argument("task '" + task->name + "' has no problem file to build against");
+      KF_RETURN_IF_ERROR(reference_source(*task).status());
+      jobs.push_back({task, &s, &sources_.at(task->source), std::move(dir), std::nullopt});
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<int> done{0};
+  std::mutex progress_mutex;
+  auto work = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      Job& j = jobs[i];
+      j.built = build(*j.task, *j.schedule, *j.source, j.dir, /*jobs=*/1);
+      const int d = ++done;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(d, static_cast<int>(jobs.size()));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads) && static_cast<size_t>(t) < jobs.size(); ++t) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Job& j : jobs) {
+    if (!j.built->is_ok()) return j.built->status();  // kforge cannot build at all (no nvcc, no disk)
+    if (j.built->value().ran_nvcc) ++build_count_;
+    builds_.emplace(j.dir.string(), std::move(j.built->value()));
+  }
+  return Status::ok();
 }
 
 Status HarnessEvaluator::record(const Task& task, const schedule::Schedule& s, const sandbox::EvalResult& r) {
@@ -121,7 +173,9 @@ StatusOr<Evaluation> HarnessEvaluator::evaluate(const Task& task, const schedule
   const fs::path dir = candidate_dir(task, s);
   auto it = builds_.find(dir.string());
   if (it == builds_.end()) {
-    KF_ASSIGN_OR_RETURN(Build b, build(task, s, dir));
+    KF_ASSIGN_OR_RETURN(std::string source, reference_source(task));
+    KF_ASSIGN_OR_RETURN(Build b, build(task, s, source, dir, options_.jobs));
+    if (b.ran_nvcc) ++build_count_;
     it = builds_.emplace(dir.string(), std::move(b)).first;
   }
   Evaluation e;
@@ -133,8 +187,10 @@ StatusOr<Evaluation> HarnessEvaluator::evaluate(const Task& task, const schedule
     e.result.message = it->second.message;
   } else {
     ++requests_;
-    KF_ASSIGN_OR_RETURN(e.result, worker_.evaluate(sandbox::candidate_request(task.source, dir, task.protocol,
-                                                                              /*profile=*/true, options_.trials)));
+    sandbox::EvalRequest request =
+        sandbox::candidate_request(task.source, dir, task.protocol, /*profile=*/true, options_.trials);
+    request.compile_baseline = options_.compile_baseline;
+    KF_ASSIGN_OR_RETURN(e.result, worker_.evaluate(request));
     KF_RETURN_IF_ERROR(record(task, s, e.result));
   }
   e.reward = sandbox::milestone_reward(e.result);

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/env.h"
 #include "costmodel/measurements.h"
@@ -18,6 +21,7 @@ struct HarnessEvaluatorOptions {
   std::filesystem::path work_dir;          // candidates are built in work_dir/<task>/<schedule hash>/
   int trials = 30;                         // timed trials per variant (candidate, eager, torch.compile)
   int jobs = 0;                            // nvcc jobs per build (0: every core)
+  bool compile_baseline = true;            // time torch.compile too (false: candidate and eager only)
   costmodel::MeasurementDb* db = nullptr;  // when set, every measured correct candidate is recorded here
   std::string commit;                      // recorded with the measurements (empty: "unknown")
   sandbox::HarnessOptions harness;         // the worker's python and isolation (defaults: as kforge evaluate)
@@ -38,6 +42,13 @@ class HarnessEvaluator : public Evaluator {
   // Calls are serialized (one worker, one GPU).
   StatusOr<Evaluation> evaluate(const Task& task, const schedule::Schedule& s) override;
 
+  // Builds the candidates of many schedules at once, `threads` nvcc builds in parallel (one core each),
+  // before they are evaluated: evaluate then finds them built. Schedules already built are skipped; a
+  // candidate that does not build is recorded as evaluate would record it (compile_error, forbidden).
+  // `progress` (may be empty) hears (done, total) after each build.
+  Status prebuild(const std::vector<std::pair<const Task*, schedule::Schedule>>& todo, int threads,
+                  const std::function<void(int, int)>& progress);
+
   // Where the candidate of `s` for `task` is (or would be) built.
   std::filesystem::path candidate_dir(const Task& task, const schedule::Schedule& s) const;
   int builds() const;            // candidates generated and built so far (reused builds not counted)
@@ -48,8 +59,11 @@ class HarnessEvaluator : public Evaluator {
   struct Build {
     sandbox::Outcome outcome = sandbox::Outcome::kOk;  // kOk, kCompileError or kForbidden
     std::string message;
+    bool ran_nvcc = false;  // false: refused before any build (a malformed schedule)
   };
-  StatusOr<Build> build(const Task& task, const schedule::Schedule& s, const std::filesystem::path& dir);
+  // Builds one candidate with `jobs` nvcc jobs; touches no member (prebuild calls it from many threads).
+  static StatusOr<Build> build(const Task& task, const schedule::Schedule& s, const std::string& source,
+                               const std::filesystem::path& dir, int jobs);
   StatusOr<std::string> reference_source(const Task& task);
   Status record(const Task& task, const schedule::Schedule& s, const sandbox::EvalResult& r);
 

@@ -49,6 +49,12 @@ std::string Table::render() const {
   return os.str();
 }
 
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
 std::string format_seconds(double s) {
   char buf[32];
   if (s < 1e-3) {

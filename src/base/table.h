@@ -18,6 +18,8 @@ class Table {
   std::vector<std::vector<std::string>> rows_;  // an empty row is a rule
 };
 
+// "1.50" for fixed(1.5, 2): printf's %.*f
+std::string fixed(double v, int digits);
 // "12.3 us", "4.56 ms", "1.20 s"
 std::string format_seconds(double s);
 // "1.5 GB", "12 KB"

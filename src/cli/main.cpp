@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/costmodel_command.h"
+#include "cli/explore_command.h"
 #include "cli/synth_command.h"
 #include "cli/train_command.h"
 
@@ -145,6 +146,8 @@ int main(int argc, char** argv) {
 
   TrainArgs train_args;
   auto* train = add_train_subcommand(app, train_args);
+  ExploreArgs explore_args;
+  auto* explore = add_explore_subcommand(app, explore_args);
 
   SelftestArgs selftest_args;
   auto* selftest = app.add_subcommand("selftest", "kforge's own checks against adversarial fixtures");
@@ -201,6 +204,7 @@ int main(int argc, char** argv) {
   if (*eval) return run_evaluate(eval_args);
   if (*synth) return run_synth(synth_args);
   if (*train) return run_train(train_args);
+  if (*explore) return run_explore(explore_args);
   if (*threats) return run_selftest(selftest_args);
   if (*ingest) return run_costmodel_ingest(ingest_args);
   if (*fit) return run_costmodel_fit(fit_args);

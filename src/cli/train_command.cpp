@@ -22,6 +22,9 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainArgs& a) {
   cmd->add_option("--eval-tasks", a.eval_tasks,
                   "compare the policies on these suites or problem files (all of them) instead of the held-out "
                   "split, with search and exhaustive search too (issue #5's criterion)");
+  cmd->add_option("--replay", a.replay,
+                  "evaluation logs of `kforge explore --record`: compare the policies on the --eval-tasks by the "
+                  "evaluations recorded there (GPU measurements made elsewhere), on the tasks explored completely");
   cmd->add_option("--out", a.out, "the run directory: checkpoints, trajectories, metrics.jsonl")->required();
   cmd->add_option("--preset", a.preset, "ci (minutes, on a CPU) or full (the paper's sizes)")
       ->check(CLI::IsMember({"ci", "full"}));
@@ -54,6 +57,7 @@ int run_train(const TrainArgs& a) {
   o.stage = a.stage;
   o.tasks = a.tasks;
   o.eval_tasks = a.eval_tasks;
+  o.replay = a.replay;
   o.out = a.out;
   o.preset = a.preset;
   o.protocol = a.protocol;

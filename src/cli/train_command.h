@@ -15,6 +15,7 @@ struct TrainArgs {
   std::string stage = "all";            // warmup, collect, rft, value, ppo or all
   std::vector<std::string> tasks;       // dataset / suite directories or problem files (default: synthesize)
   std::vector<std::string> eval_tasks;  // when given, the final comparison runs on these (plus search, exhaustive)
+  std::vector<std::string> replay;      // `kforge explore` logs: the comparison replays their evaluations
   std::string out;                      // the run directory
   std::string preset = "ci";            // ci (minutes on a laptop) or full (the paper's sizes)
   std::string protocol = "cuda-agent";

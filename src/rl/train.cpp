@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 
+#include "agent/evaluation_log.h"
 #include "agent/evaluator_factory.h"
 #include "agent/policy.h"
 #include "agent/tasks.h"
@@ -22,12 +24,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kMarker = "train.json";
-
-std::string fixed(double v, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
-  return buffer;
-}
 
 // The stages an invocation runs, in order.
 StatusOr<std::vector<std::string>> stages_to_run(const std::string& stage) {
@@ -216,9 +212,13 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
     Score score;
     for (size_t t = 0; t < tasks.size(); ++t) {
       for (int r = 0; r < e.repeats; ++r) {
-        agent::Environment env(evaluator, config);
+        // Every policy is charged the distinct states it evaluated (a state it comes back to, or the
+        // exhaustive policy's replay of its best path, is not measured again).
+        auto cached = std::make_shared<agent::CachedEvaluator>(evaluator);
+        agent::Environment env(cached, config);
         uint64_t seed = derive_seed(o.seed, "compare", t * 1000 + static_cast<uint64_t>(r));
         KF_ASSIGN_OR_RETURN(agent::Episode ep, agent::run_episode(env, *e.policy, tasks[t], seed));
+        ep.evaluations = cached->forwarded();
         score.add(ep, env, e.label);
       }
     }
@@ -265,6 +265,11 @@ std::string comparison_table(const OrderedJson& report) {
           (report.contains("search") ? " (search and exhaustive look-ahead on top)" : "") +
           (report["predicted"].get<bool>() ? " (cost-model predictions, not measurements)" : " (measured on the GPU)") +
           "\nevaluator: " + report["evaluator"].get<std::string>() + "\n";
+  if (report.contains("replay")) {
+    text += "compared on: " + report["replay"]["evaluator"].get<std::string>() + ", " +
+            std::to_string(report["replay"]["tasks"].get<int>()) + " tasks (" +
+            std::to_string(report["replay"]["left_out"].size()) + " eval tasks not explored completely, left out)\n";
+  }
   if (report["learned"].contains("fraction_of_exhaustive_speedup")) {
     const auto& l = report["learned"];
     text += "learned: " + fixed(100 * l["fraction_of_exhaustive_speedup"].get<double>(), 1) +
@@ -313,6 +318,47 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
     if (set.tasks.empty()) return invalid_argument("--eval-tasks: no task could be loaded from the given paths");
     eval_tasks = std::move(set.tasks);
   }
+  // With --replay the comparison answers from the logs, on the eval tasks they explored completely.
+  std::shared_ptr<agent::Evaluator> comparison_evaluator = evaluator;
+  OrderedJson replay_report;
+  if (!o.replay.empty()) {
+    if (eval_tasks.empty()) {
+      return invalid_argument(
+          "--replay needs --eval-tasks: the problems whose recorded states the policies are "
+          "compared on");
+    }
+    KF_ASSIGN_OR_RETURN(agent::EvaluationLog log, agent::read_evaluation_logs(o.replay));
+    std::set<std::string> complete, capped;
+    for (const auto& d : log.tasks_done) {
+      if (d.value("protocol", "") != o.protocol) continue;
+      (d.value("capped", false) ? capped : complete).insert(d["task_done"].get<std::string>());
+    }
+    std::vector<agent::Task> kept;
+    OrderedJson left_out = OrderedJson::array();
+    for (auto& t : eval_tasks) {
+      if (complete.count(t.name)) {
+        kept.push_back(std::move(t));
+      } else {
+        left_out.push_back(t.name);
+      }
+    }
+    if (kept.empty()) {
+      return invalid_argument("--replay: the logs explored none of the --eval-tasks completely under protocol " +
+                              o.protocol + " (run `kforge explore` on them first)");
+    }
+    if (o.progress) {
+      o.progress("replay: " + std::to_string(kept.size()) + " of " + std::to_string(eval_tasks.size()) +
+                 " eval tasks explored completely in the logs; " + std::to_string(left_out.size()) + " left out");
+    }
+    eval_tasks = std::move(kept);
+    std::string source;
+    for (const auto& p : o.replay) source += (source.empty() ? "" : ", ") + p;
+    comparison_evaluator = std::make_shared<agent::ReplayEvaluator>(std::move(log), source);
+    replay_report["logs"] = o.replay;
+    replay_report["tasks"] = static_cast<int>(eval_tasks.size());
+    replay_report["left_out"] = left_out;
+    replay_report["evaluator"] = comparison_evaluator->name();
+  }
   // The run records the device resolved ("auto" is cpu or cuda), so that a resume judges alike.
   TrainOptions recorded = o;
   recorded.device = evaluator->measured() ? "cuda" : "cpu";
@@ -358,13 +404,15 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
           (on_eval ? " on the " + std::to_string(eval_tasks.size()) + " --eval-tasks" : " on the held-out tasks"));
     }
     KF_ASSIGN_OR_RETURN(OrderedJson scores,
-                        compare_policies(o, preset, on_eval ? eval_tasks : held_out, context.evaluator, with_search));
+                        compare_policies(o, preset, on_eval ? eval_tasks : held_out,
+                                         on_eval ? comparison_evaluator : context.evaluator, with_search));
     if (on_eval) report["eval_tasks"] = static_cast<int>(eval_tasks.size());
     for (auto& [name, value] : scores.items()) report[name] = value;
     report["budget"] = preset.eval_budget;
-    report["predicted"] = !context.evaluator->measured();
+    report["predicted"] = !(on_eval ? comparison_evaluator : context.evaluator)->measured();
   }
   report["evaluator"] = context.evaluator->name();
+  if (!replay_report.empty()) report["replay"] = replay_report;
   report["preset"] = preset.name;
   report["protocol"] = o.protocol;
   report["seed"] = o.seed;

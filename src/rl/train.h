@@ -25,6 +25,10 @@ struct TrainOptions {
   // and adds the search and exhaustive policies (issue #5's check: the learned policy's share of
   // exhaustive search's geomean speed-up, and of its evaluations).
   std::vector<std::string> eval_tasks;
+  // Evaluation logs of `kforge explore` (agent/evaluation_log.h): with eval_tasks, the comparison replays
+  // their recorded evaluations (GPU measurements, made elsewhere) instead of evaluating, on the eval
+  // tasks the logs explored completely; training itself stays on `device`.
+  std::vector<std::string> replay;
   std::string out;
   std::string preset = "ci";
   std::string protocol = "cuda-agent";

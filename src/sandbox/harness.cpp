@@ -126,6 +126,7 @@ StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
               {"protocol", request.protocol},
               {"verify", request.verify},
               {"profile", request.profile},
+              {"compile", request.compile_baseline},
               {"precompile", request.precompile},
               {"static_check", request.static_check},
               {"trials", request.trials}};

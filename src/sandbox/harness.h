@@ -21,9 +21,10 @@ struct EvalRequest {
   std::filesystem::path candidate;  // the candidate's model_new.py
   std::string protocol = "cuda-agent";
   bool verify = true;
-  bool profile = false;      // time candidate, eager and torch.compile (after verifying, if verify)
-  bool precompile = false;   // after a correct verify: compile the reference once to warm inductor's cache
-  bool static_check = true;  // refuse (forbidden) a candidate whose source breaks a rule, before it runs
+  bool profile = false;          // time candidate, eager and torch.compile (after verifying, if verify)
+  bool compile_baseline = true;  // with profile: torch.compile timed too (false: candidate and eager only)
+  bool precompile = false;       // after a correct verify: compile the reference once to warm inductor's cache
+  bool static_check = true;      // refuse (forbidden) a candidate whose source breaks a rule, before it runs
   int trials = 30;
   double timeout_seconds = 300;  // for the whole request; past it the worker is killed: outcome timeout
 };

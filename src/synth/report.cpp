@@ -20,12 +20,6 @@ std::string percent(double part, double whole) {
   return buf;
 }
 
-std::string fixed(double x, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
-
 // Counts sorted by count (descending), then name.
 OrderedJson ranked(const std::map<std::string, int>& counts, const char* key, const char* value) {
   std::vector<std::pair<std::string, int>> v(counts.begin(), counts.end());

@@ -194,6 +194,47 @@ TEST_F(HarnessEvaluatorTest, MeasuresThroughTheHarnessAndBuildsEachScheduleOnce)
   EXPECT_EQ(rows->front().features.size(), costmodel::feature_names().size());
 }
 
+TEST_F(HarnessEvaluatorTest, PrebuildBuildsEachScheduleOnceInParallelAndEvaluateFindsThemBuilt) {
+  Task task;
+  if (!load_relu(&task)) GTEST_SKIP() << "needs " << kReLU << " and a python with torch";
+  HarnessEvaluatorOptions o = options();
+  o.compile_baseline = false;
+  HarnessEvaluator evaluator(o);
+  const schedule::Schedule a = first_schedule(task);
+  schedule::Schedule b = a;
+  b.kernels.front().knobs["block"] = 128;
+  schedule::Schedule broken = a;
+  broken.kernels.clear();
+  ASSERT_NE(evaluator.candidate_dir(task, a), evaluator.candidate_dir(task, b));
+  int last_done = 0, last_total = 0;
+  Status st = evaluator.prebuild({{&task, a}, {&task, b}, {&task, a}, {&task, broken}}, 3, [&](int done, int total) {
+    EXPECT_EQ(done, last_done + 1);
+    last_done = done;
+    last_total = total;
+  });
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(last_total, 3);          // the repeated schedule is built once
+  EXPECT_EQ(evaluator.builds(), 2);  // the malformed one is refused before nvcc
+  for (const auto& s : {a, b}) {
+    EXPECT_TRUE(fs::exists(evaluator.candidate_dir(task, s) / sandbox::library_file_name(task.graph.name)));
+  }
+  // Evaluating them builds nothing more; the broken one is a compile error without a request.
+  for (const auto& s : {a, b}) {
+    auto e = evaluator.evaluate(task, s);
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    EXPECT_EQ(e->result.outcome, sandbox::Outcome::kOk) << e->result.message;
+  }
+  auto e = evaluator.evaluate(task, broken);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  EXPECT_EQ(e->result.outcome, sandbox::Outcome::kCompileError);
+  EXPECT_EQ(evaluator.builds(), 2);
+  EXPECT_TRUE(evaluator.prebuild({{&task, a}}, 2, {}).is_ok());  // built already: nothing to do
+  EXPECT_EQ(evaluator.builds(), 2);
+  const std::vector<Json> seen = requests();
+  ASSERT_EQ(seen.size(), 2u);
+  for (const Json& r : seen) EXPECT_FALSE(r["compile"].get<bool>());  // compile_baseline = false reaches the worker
+}
+
 TEST_F(HarnessEvaluatorTest, AnEpisodeIsJudgedByMeasurements) {
   Task task;
   if (!load_relu(&task)) GTEST_SKIP() << "needs " << kReLU << " and a python with torch";

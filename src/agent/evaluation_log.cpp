@@ -1,0 +1,139 @@
+// Recorded evaluations and their replay (evaluation_log.h).
+#include "agent/evaluation_log.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "base/files.h"
+#include "sandbox/harness.h"
+#include "schedule/schedule.h"
+
+namespace kforge::agent {
+
+namespace fs = std::filesystem;
+
+std::string evaluation_key(const Task& task, const schedule::Schedule& s) {
+  return task.name + "|" + task.protocol + "|" + content_hash(schedule_state_key(task.graph, s)).substr(0, 24);
+}
+
+OrderedJson evaluation_record(const Task& task, const schedule::Schedule& s, const Evaluation& e) {
+  OrderedJson j;
+  j["task"] = task.name;
+  j["protocol"] = task.protocol;
+  j["state"] = content_hash(schedule_state_key(task.graph, s)).substr(0, 24);
+  j["schedule"] = schedule::schedule_to_json(task.graph, s);
+  j["result"] = sandbox::result_to_json(e.result);
+  j["reward"] = e.reward ? OrderedJson(*e.reward) : OrderedJson(nullptr);
+  return j;
+}
+
+StatusOr<std::shared_ptr<RecordingEvaluator>> RecordingEvaluator::open(std::shared_ptr<Evaluator> inner,
+                                                                       const fs::path& path) {
+  if (!path.parent_path().empty()) {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+  }
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) {
+    return external_error("cannot append to " + path.string() + ": " + std::strerror(errno) +
+                          " (check the directory exists and is writable)");
+  }
+  return std::shared_ptr<RecordingEvaluator>(new RecordingEvaluator(std::move(inner), f, path));
+}
+
+RecordingEvaluator::~RecordingEvaluator() {
+  std::fclose(file_);
+}
+
+Status RecordingEvaluator::append(const OrderedJson& line) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string text = line.dump() + "\n";
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
+    return external_error("writing " + path_.string() + " failed: " + std::strerror(errno));
+  }
+  return Status::ok();
+}
+
+StatusOr<Evaluation> RecordingEvaluator::evaluate(const Task& task, const schedule::Schedule& s) {
+  KF_ASSIGN_OR_RETURN(Evaluation e, inner_->evaluate(task, s));
+  KF_RETURN_IF_ERROR(append(evaluation_record(task, s, e)));
+  return e;
+}
+
+StatusOr<Evaluation> CachedEvaluator::evaluate(const Task& task, const schedule::Schedule& s) {
+  const std::string key = evaluation_key(task, s);
+  auto it = seen_.find(key);
+  if (it != seen_.end()) return it->second;
+  KF_ASSIGN_OR_RETURN(Evaluation e, inner_->evaluate(task, s));
+  return seen_.emplace(key, std::move(e)).first->second;
+}
+
+namespace {
+
+StatusOr<Evaluation> evaluation_from_record(const Json& j) {
+  Evaluation e;
+  const Json& r = j.at("result");
+  if (!r.is_object()) return invalid_argument("\"result\" is not an object");
+  e.result = sandbox::result_from_harness_json(r, j.at("protocol").get<std::string>());
+  e.result.predicted = r.value("predicted", false);
+  if (j.contains("reward") && j["reward"].is_number()) e.reward = j["reward"].get<int>();
+  return e;
+}
+
+}  // namespace
+
+StatusOr<EvaluationLog> read_evaluation_logs(const std::vector<std::string>& paths) {
+  if (paths.empty()) return invalid_argument("no evaluation log given");
+  EvaluationLog log;
+  std::set<std::string> devices;
+  bool all_measured = true;
+  for (const auto& path : paths) {
+    std::ifstream in(path);
+    if (!in) return not_found(path + " does not exist or cannot be read (make it with `kforge explore --record`)");
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.empty()) continue;
+      const std::string where = path + ":" + std::to_string(n);
+      KF_ASSIGN_OR_RETURN(Json j, parse_json(line, where));
+      try {
+        if (j.contains("task_done")) {
+          log.tasks_done.push_back(j);
+          continue;
+        }
+        const std::string key = j.at("task").get<std::string>() + "|" + j.at("protocol").get<std::string>() + "|" +
+                                j.at("state").get<std::string>();
+        auto e = evaluation_from_record(j);
+        if (!e.is_ok()) return invalid_argument(where + ": " + e.status().message());
+        all_measured = all_measured && !e->result.predicted;
+        if (!e->result.device.empty()) devices.insert(e->result.device);
+        log.evaluations[key] = std::move(e.value());
+      } catch (const Json::exception& ex) {
+        return invalid_argument(where + ": not an evaluation record (" + ex.what() + ")");
+      }
+    }
+  }
+  log.measured = all_measured && !log.evaluations.empty();
+  log.devices.assign(devices.begin(), devices.end());
+  return log;
+}
+
+std::string ReplayEvaluator::name() const {
+  return std::string(log_.measured ? "replayed GPU measurements" : "replayed predictions") + " (" + source_ + ")";
+}
+
+StatusOr<Evaluation> ReplayEvaluator::evaluate(const Task& task, const schedule::Schedule& s) {
+  auto it = log_.evaluations.find(evaluation_key(task, s));
+  if (it == log_.evaluations.end()) {
+    return not_found("task '" + task.name + "' (" + task.protocol + "): a schedule not in " + source_ +
+                     " (applied: " + std::to_string(s.applied.size()) +
+                     " skills); record every reachable schedule with `kforge explore --record` first");
+  }
+  return it->second;
+}
+
+}  // namespace kforge::agent

@@ -1,0 +1,286 @@
+// kforge explore (explore_command.h): exhaustive search over the skills, every state recorded.
+#include "cli/explore_command.h"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "agent/evaluation_log.h"
+#include "agent/evaluator_factory.h"
+#include "agent/policy.h"
+#include "agent/tasks.h"
+#include "base/files.h"
+#include "base/table.h"
+#include "cli/commands.h"
+
+namespace kforge::cli {
+
+namespace fs = std::filesystem;
+
+CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
+  auto* cmd = app.add_subcommand(
+      "explore",
+      "evaluate every schedule the skills reach from each problem (exhaustive search) and record each evaluation, "
+      "so that `kforge train --eval-tasks ... --replay LOG` can compare the policies on them");
+  cmd->add_option("tasks", a.tasks, "suite directories (level*/N_*.py) or problem files")->required();
+  cmd->add_option("--record", a.record, "the evaluation log to write (JSON lines)")->required();
+  cmd->add_option("--device", a.device,
+                  "auto (cuda where there is a GPU), cpu (cost model, predicted) or cuda (every state built, "
+                  "verified and timed)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--protocol", a.protocol,
+                  "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
+      ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  cmd->add_option("--only", a.only, "comma-separated problem names (file stems)");
+  cmd->add_option("--out", a.out, "where the candidates are built (default: the log's name + .candidates)");
+  cmd->add_option("--max-states", a.max_states, "states per problem at most; a problem with more is marked capped")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--trials", a.trials, "timed trials per variant on the GPU")->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs", a.jobs, "parallel builds before measuring (default: every core)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time-limit", a.time_limit, "seconds; no new problem starts after this (resume later)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--db", a.db, "also record every measured candidate in this measurement database (SQLite)");
+  cmd->add_option("--json", a.json_out, "write the per-problem summary here");
+  cmd->add_flag("--no-compile", a.no_compile,
+                "on the GPU, time the candidate and eager only: torch.compile is compiled again for every state "
+                "(seconds each), and the speed-up the policies are compared by is over eager");
+  cmd->add_flag("--resume", a.resume, "append to an existing log and skip the problems it has finished");
+  cmd->add_flag("--force", a.force, "discard an existing log and start again");
+  return cmd;
+}
+
+namespace {
+
+// Remembers every schedule it is asked about (the states exhaustive search visits), then answers with
+// the evaluator it wraps.
+// The environment evaluates its own copy of the task: `seen` points at the caller's (by name).
+class CollectingEvaluator : public agent::Evaluator {
+ public:
+  CollectingEvaluator(std::shared_ptr<agent::Evaluator> inner, const std::vector<const agent::Task*>& tasks)
+      : inner_(std::move(inner)) {
+    for (const auto* t : tasks) tasks_[t->name] = t;
+  }
+  std::string name() const override { return inner_->name(); }
+  StatusOr<agent::Evaluation> evaluate(const agent::Task& task, const schedule::Schedule& s) override {
+    auto it = tasks_.find(task.name);
+    if (it == tasks_.end()) return internal_error("explore: a state of an unknown task '" + task.name + "'");
+    seen.emplace_back(it->second, s);
+    return inner_->evaluate(task, s);
+  }
+  std::vector<std::pair<const agent::Task*, schedule::Schedule>> seen;
+
+ private:
+  std::shared_ptr<agent::Evaluator> inner_;
+  std::map<std::string, const agent::Task*> tasks_;
+};
+
+std::set<std::string> split_names(const std::string& list) {
+  std::set<std::string> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.insert(item);
+  }
+  return out;
+}
+
+std::string stem_of(const std::string& task_name) {
+  auto slash = task_name.rfind('/');
+  return slash == std::string::npos ? task_name : task_name.substr(slash + 1);
+}
+
+std::string ms(const std::optional<double>& s) {
+  return s ? fixed(*s * 1e3, 3) + " ms" : std::string("-");
+}
+
+// Explores one task with the exhaustive policy on `evaluator`; returns its summary line.
+StatusOr<OrderedJson> explore_task(const agent::Task& task, std::shared_ptr<agent::Evaluator> evaluator,
+                                   int max_states) {
+  auto t0 = std::chrono::steady_clock::now();
+  // Each state once: exhaustive search's replay of its best path finds them in the cache.
+  auto cached = std::make_shared<agent::CachedEvaluator>(std::move(evaluator));
+  agent::Environment env(cached, {.max_turns = max_states + 1});
+  auto policy = agent::make_exhaustive_policy(max_states);
+  KF_ASSIGN_OR_RETURN(agent::Episode ep, agent::run_episode(env, *policy, task, /*seed=*/0));
+  OrderedJson j;
+  j["task_done"] = task.name;
+  j["protocol"] = task.protocol;
+  j["states"] = cached->forwarded();
+  j["capped"] = ep.policy != "exhaustive";
+  j["reward"] = ep.reward;
+  const auto& best = env.observation().best;
+  auto opt = [](const std::optional<double>& v) { return v ? OrderedJson(*v) : OrderedJson(nullptr); };
+  j["t_best"] = best ? opt(best->result.t_candidate) : OrderedJson(nullptr);
+  j["t_eager"] = best ? opt(best->result.t_eager) : OrderedJson(nullptr);
+  j["t_compile"] = best ? opt(best->result.t_compile) : OrderedJson(nullptr);
+  j["predicted"] = ep.predicted;
+  j["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return j;
+}
+
+int fail(const Status& s) {
+  return report_error(s, "explore");
+}
+
+}  // namespace
+
+int run_explore(const ExploreArgs& a) {
+  auto start = std::chrono::steady_clock::now();
+  const fs::path record(a.record);
+  std::error_code ec;
+  if (fs::exists(record, ec) && !a.resume && !a.force) {
+    return fail(invalid_argument(a.record +
+                                 " exists: --resume adds the problems it has not finished, --force starts it again"));
+  }
+  if (a.resume && a.force) return fail(invalid_argument("--resume and --force contradict each other: choose one"));
+  for (const auto& p : a.tasks) {
+    if (!fs::exists(p, ec)) return fail(not_found(p + " does not exist: give suite directories or problem files"));
+  }
+  agent::TaskLoadOptions lo;
+  lo.protocol = a.protocol;
+  lo.progress = [](int done, int total) {
+    if (done == total || done % 25 == 0) std::fprintf(stderr, "kforge explore: imported %d/%d problems\n", done, total);
+  };
+  auto loaded = agent::load_tasks(a.tasks, lo);
+  if (!loaded.is_ok()) return fail(loaded.status());
+  for (const auto& s : loaded->skipped) std::fprintf(stderr, "kforge explore: skipped %s\n", s.c_str());
+  const std::set<std::string> only = split_names(a.only);
+  std::vector<agent::Task> tasks;
+  for (auto& t : loaded->tasks) {
+    if (t.source.empty()) continue;
+    if (only.empty() || only.count(stem_of(t.name))) tasks.push_back(std::move(t));
+  }
+  if (tasks.empty()) {
+    return fail(not_found("no problems to explore in the given paths" +
+                          std::string(only.empty() ? "" : " with --only " + a.only)));
+  }
+  std::set<std::string> finished;
+  if (a.resume && fs::exists(record, ec)) {
+    auto log = agent::read_evaluation_logs({a.record});
+    if (!log.is_ok()) return fail(log.status().with_context("--resume"));
+    for (const auto& d : log->tasks_done) {
+      if (d.value("protocol", "") == a.protocol) finished.insert(d["task_done"].get<std::string>());
+    }
+  }
+  if (a.force) fs::remove(record, ec);
+
+  const fs::path work = a.out.empty() ? fs::path(a.record + ".candidates") : fs::path(a.out);
+  agent::HarnessEvaluatorOptions gpu{.work_dir = work, .trials = a.trials, .compile_baseline = !a.no_compile};
+  std::unique_ptr<costmodel::MeasurementDb> db;
+  if (!a.db.empty()) {
+    auto opened = costmodel::MeasurementDb::open(a.db);
+    if (!opened.is_ok()) return fail(opened.status());
+    db = std::move(opened).value();
+    gpu.db = db.get();
+  }
+  if (const char* c = std::getenv("KFORGE_COMMIT"); c && *c) gpu.commit = c;
+  auto evaluator = agent::make_evaluator(a.device, gpu);
+  if (!evaluator.is_ok()) return fail(evaluator.status());
+  auto recorder = agent::RecordingEvaluator::open(*evaluator, record);
+  if (!recorder.is_ok()) return fail(recorder.status());
+  std::fprintf(stderr, "kforge explore: %zu problems (%zu finished before), judged by the %s, at most %d states each\n",
+               tasks.size(), finished.size(), (*evaluator)->name().c_str(), a.max_states);
+
+  std::vector<const agent::Task*> todo;
+  for (const auto& t : tasks) {
+    if (!finished.count(t.name)) todo.push_back(&t);
+  }
+  // On the GPU: each problem's states are found first with the cost model (the same search, so the
+  // same states) and built in parallel on every core, a batch of problems at a time, before they are
+  // measured; the measured search then finds them built. A problem with more than --max-states states
+  // is left out rather than measured in part (a capped search is not exhaustive, and replay would lack
+  // the states the other policies reach).
+  auto* harness = dynamic_cast<agent::HarnessEvaluator*>(evaluator->get());
+  std::vector<std::string> too_many;
+  std::map<const agent::Task*, std::vector<std::pair<const agent::Task*, schedule::Schedule>>> states_of;
+  if (harness != nullptr && !todo.empty()) {
+    std::vector<const agent::Task*> kept;
+    for (const auto* t : todo) {
+      auto collector = std::make_shared<CollectingEvaluator>(*agent::make_evaluator("cpu", {}), todo);
+      auto r = explore_task(*t, collector, a.max_states);
+      if (!r.is_ok()) return fail(r.status());
+      if ((*r)["capped"].get<bool>()) {
+        too_many.push_back(t->name);
+      } else {
+        kept.push_back(t);
+        states_of[t] = std::move(collector->seen);
+      }
+    }
+    todo = std::move(kept);
+    if (!too_many.empty()) {
+      std::fprintf(stderr,
+                   "kforge explore: %zu problems left out, more than %d states (raise --max-states):", too_many.size(),
+                   a.max_states);
+      for (const auto& n : too_many) std::fprintf(stderr, " %s", n.c_str());
+      std::fprintf(stderr, "\n");
+    }
+  }
+  const int threads = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  constexpr size_t kBatch = 8;  // problems built together before they are measured
+
+  OrderedJson summary = OrderedJson::array();
+  Table table({"problem", "states", "correct best", "eager", "torch.compile", "best/compile", "seconds"});
+  int left = 0;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (a.time_limit > 0 && elapsed > a.time_limit) {
+      left = static_cast<int>(todo.size() - i);
+      break;
+    }
+    if (harness != nullptr && i % kBatch == 0) {
+      std::vector<std::pair<const agent::Task*, schedule::Schedule>> batch;
+      for (size_t k = i; k < std::min(todo.size(), i + kBatch); ++k) {
+        for (auto& st : states_of[todo[k]]) batch.push_back(std::move(st));
+      }
+      auto tb = std::chrono::steady_clock::now();
+      Status built = harness->prebuild(batch, threads, {});
+      if (!built.is_ok()) return fail(built);
+      std::fprintf(stderr, "kforge explore: built the %zu states of problems %zu-%zu on %d cores in %.0f s\n",
+                   batch.size(), i + 1, std::min(todo.size(), i + kBatch), threads,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count());
+    }
+    auto r = explore_task(*todo[i], *recorder, a.max_states);
+    if (!r.is_ok()) return fail(r.status());
+    Status st = (*recorder)->append(*r);
+    if (!st.is_ok()) return fail(st);
+    const OrderedJson& j = *r;
+    auto num = [&](const char* k) {
+      return j[k].is_number() ? std::optional<double>(j[k].get<double>()) : std::nullopt;
+    };
+    const auto best = num("t_best"), eager = num("t_eager"), compile = num("t_compile");
+    std::string ratio = best && compile ? fixed(*compile / *best, 2) + "x" : "-";
+    std::fprintf(stderr, "[%zu/%zu] %s: %d states%s, best %s (eager %s, compile %s), %.1f s\n", i + 1, todo.size(),
+                 todo[i]->name.c_str(), j["states"].get<int>(), j["capped"].get<bool>() ? " (capped)" : "",
+                 ms(best).c_str(), ms(eager).c_str(), ms(compile).c_str(), j["seconds"].get<double>());
+    table.add_row({todo[i]->name, std::to_string(j["states"].get<int>()) + (j["capped"].get<bool>() ? " (capped)" : ""),
+                   ms(best), ms(eager), ms(compile), ratio, fixed(j["seconds"].get<double>(), 1)});
+    summary.push_back(j);
+  }
+  std::cout << table.render();
+  std::cout << "recorded " << summary.size() << " problems in " << a.record << " (" << (*evaluator)->name() << ")";
+  if (left > 0) std::cout << "; " << left << " not reached before --time-limit: run again with --resume";
+  if (!too_many.empty()) std::cout << "; " << too_many.size() << " left out with more than --max-states states";
+  std::cout << "\n";
+  if (!a.json_out.empty()) {
+    OrderedJson doc;
+    doc["record"] = a.record;
+    doc["evaluator"] = (*evaluator)->name();
+    doc["protocol"] = a.protocol;
+    doc["max_states"] = a.max_states;
+    doc["problems"] = summary;
+    doc["not_reached"] = left;
+    doc["left_out_over_max_states"] = too_many;
+    Status w = write_file(a.json_out, doc.dump(2) + "\n");
+    if (!w.is_ok()) return fail(w);
+  }
+  return kExitOk;
+}
+
+}  // namespace kforge::cli
