@@ -104,7 +104,7 @@ for part in "$@"; do
       dirs=(); for l in ${EXPLORE_LEVELS:-level2 level1}; do dirs+=(".gpu/kb/$l"); done
       timeout $((${EXPLORE_LIMIT:-400} + 120)) .gpu/kforge explore "${dirs[@]}" --device cuda --no-compile \
         --max-states "${EXPLORE_MAX_STATES:-20}" --trials 10 --time-limit "${EXPLORE_LIMIT:-400}" \
-        --record "$OUT/explore.jsonl" --db "$OUT/measurements.sqlite" --json "$OUT/explore.json" ${EXPLORE_EXTRA:-} \
+        --out /tmp/explore-candidates --record "$OUT/explore.jsonl" --db "$OUT/measurements.sqlite" --json "$OUT/explore.json" ${EXPLORE_EXTRA:-} \
         > "$OUT/explore.txt" 2> "$OUT/explore.log"
       echo "explore: exit $?"; tail -4 "$OUT/explore.txt"; grep -c '"task_done"' "$OUT/explore.jsonl"
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
