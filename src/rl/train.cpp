@@ -145,8 +145,9 @@ struct Score {
   double log_speedup_sum = 0;  // log(t_eager / t) of each episode's best correct candidate
   long evaluations = 0;
   int episodes = 0;
-  int no_correct = 0;  // episodes without a correct candidate (speed-up 1: eager is what remains)
-  int capped = 0;      // exhaustive episodes whose search the state cap cut short
+  int no_correct = 0;       // episodes without a correct candidate (speed-up 1: eager is what remains)
+  int capped = 0;           // exhaustive episodes whose search the state cap cut short
+  int without_compile = 0;  // episodes whose best candidate has no torch.compile time (explore --no-compile)
 
   void add(const agent::Episode& e, const agent::Environment& env, const std::string& label) {
     reward_sum += e.reward;
@@ -160,6 +161,7 @@ struct Score {
     if (best && best->result.outcome == sandbox::Outcome::kOk && best->result.t_candidate && best->result.t_eager &&
         *best->result.t_candidate > 0) {
       log_speedup_sum += std::log(*best->result.t_eager / *best->result.t_candidate);
+      without_compile += best->result.t_compile ? 0 : 1;
     } else {
       ++no_correct;
     }
@@ -168,7 +170,8 @@ struct Score {
     double n = episodes > 0 ? episodes : 1;
     OrderedJson j;
     j["mean_reward"] = reward_sum / n;
-    j["faster_than_compile_rate"] = faster / n;
+    // Without torch.compile times the rate is unknown, not zero (and rewards stop at 2).
+    j["faster_than_compile_rate"] = without_compile > 0 ? OrderedJson(nullptr) : OrderedJson(faster / n);
     j["pass_rate"] = pass / n;
     j["geomean_speedup_vs_eager"] = std::exp(log_speedup_sum / n);
     j["episodes"] = episodes;
@@ -252,7 +255,9 @@ std::string comparison_table(const OrderedJson& report) {
     std::string label = name;
     if (p.contains("capped_episodes")) label += " (" + std::to_string(p["capped_episodes"].get<int>()) + " capped)";
     table.add_row({label, fixed(p["mean_reward"].get<double>(), 3),
-                   fixed(100 * p["faster_than_compile_rate"].get<double>(), 1) + " %",
+                   p["faster_than_compile_rate"].is_null()
+                       ? std::string("n/a (no compile times)")
+                       : fixed(100 * p["faster_than_compile_rate"].get<double>(), 1) + " %",
                    fixed(100 * p["pass_rate"].get<double>(), 1) + " %",
                    fixed(p["geomean_speedup_vs_eager"].get<double>(), 3) + "x",
                    std::to_string(p["evaluations"].get<long>()), std::to_string(p["episodes"].get<int>())});

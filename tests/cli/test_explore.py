@@ -106,3 +106,58 @@ def test_train_compares_the_policies_on_the_recorded_states(tmp_path):
                      "--replay", str(tmp_path / "absent.jsonl"))
     assert missing.returncode == 2 and "absent.jsonl" in missing.stderr
     assert not (tmp_path / "run3").exists()
+
+
+# A stand-in for `python3 -m kforge.harness --serve` (no GPU here): logs each request, answers ok with
+# a candidate time drawn from the candidate's path and an eager time, and no torch.compile time.
+FAKE_HARNESS = r'''#!/usr/bin/env python3
+import json, os, sys, zlib
+for line in sys.stdin:
+    req = json.loads(line)
+    with open(os.environ["FAKE_LOG"], "a") as f:
+        f.write(json.dumps(req) + "\n")
+    ans = {"outcome": "ok", "device": "Stand-in GPU", "torch": "9.9", "max_abs_err": 0.0, "max_rel_err": 0.0}
+    if req["profile"]:
+        t = 0.001 * (1 + (zlib.crc32(req["candidate"].encode()) % 1000) / 1000)
+        ans.update(t_candidate=t, t_eager=0.002, samples=req["trials"])
+    print(json.dumps(ans), flush=True)
+'''
+
+
+def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
+    fake = tmp_path / "fake_harness.py"
+    fake.write_text(FAKE_HARNESS)
+    fake.chmod(0o755)
+    env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake), KFORGE_SANDBOX="none",
+               FAKE_LOG=str(tmp_path / "requests.jsonl"))
+    log = tmp_path / "log.jsonl"
+    # The GEMM has 4 states, ReLU 1; --max-states 3 leaves the GEMM out rather than measure part of it.
+    r = subprocess.run([KFORGE, "explore", RELU, GEMM, "--device", "cuda", "--no-compile", "--max-states", "3",
+                        "--record", str(log), "--out", str(tmp_path / "cands")],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "left out, more than 3 states" in r.stderr and "99_Matmul_GELU_Softmax" in r.stderr
+    assert [x["task_done"] for x in records(log) if "task_done" in x] == ["19_ReLU"]
+    r = subprocess.run([KFORGE, "explore", GEMM, "--device", "cuda", "--no-compile", "--record", str(log),
+                        "--resume", "--out", str(tmp_path / "cands")],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "built the 4 states of problems 1-1" in r.stderr
+    evals = [x for x in records(log) if "task_done" not in x]
+    assert len(evals) == 5 and all(not e["result"]["predicted"] for e in evals)
+    reqs = records(tmp_path / "requests.jsonl")
+    assert len(reqs) == 5 and all(q["compile"] is False and q["profile"] for q in reqs)
+    assert len({q["candidate"] for q in reqs}) == 5  # each state built and measured once
+
+    if not built_with_torch():
+        return
+    report = tmp_path / "report.json"
+    t = kforge("train", "--preset", "ci", "--out", str(tmp_path / "run"), "--eval-tasks", RELU, GEMM,
+               "--replay", str(log), "--json", str(report))
+    assert t.returncode == 0, t.stderr[-2000:]
+    rep = json.load(open(report))
+    assert rep["predicted"] is False and "replayed GPU measurements" in rep["replay"]["evaluator"]
+    assert rep["exhaustive"]["evaluations"] == 5
+    # No torch.compile times: the rate is unknown, not zero.
+    assert rep["learned"]["faster_than_compile_rate"] is None
+    assert "n/a (no compile times)" in t.stdout
