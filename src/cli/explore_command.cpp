@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -224,6 +226,29 @@ int run_explore(const ExploreArgs& a) {
   }
   const int threads = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   constexpr size_t kBatch = 8;  // problems built together before they are measured
+  // The next batch builds while this one is measured, on all cores but two (the harness's processes).
+  struct PendingBuild {
+    std::vector<std::pair<const agent::Task*, schedule::Schedule>> states;
+    size_t first = 0, last = 0;
+    int threads = 1;
+    std::chrono::steady_clock::time_point started;
+    std::future<Status> done;
+  };
+  auto start_build = [&](size_t first, int build_threads) {
+    auto p = std::make_unique<PendingBuild>();
+    p->first = first;
+    p->last = std::min(todo.size(), first + kBatch);
+    p->threads = build_threads;
+    for (size_t k = first; k < p->last; ++k) {
+      for (auto& st : states_of[todo[k]]) p->states.push_back(std::move(st));
+    }
+    p->started = std::chrono::steady_clock::now();
+    PendingBuild* raw = p.get();
+    p->done =
+        std::async(std::launch::async, [harness, raw] { return harness->prebuild(raw->states, raw->threads, {}); });
+    return p;
+  };
+  std::unique_ptr<PendingBuild> pending;
 
   OrderedJson summary = OrderedJson::array();
   Table table({"problem", "states", "correct best", "eager", "torch.compile", "best/compile", "seconds"});
@@ -235,16 +260,19 @@ int run_explore(const ExploreArgs& a) {
       break;
     }
     if (harness != nullptr && i % kBatch == 0) {
-      std::vector<std::pair<const agent::Task*, schedule::Schedule>> batch;
-      for (size_t k = i; k < std::min(todo.size(), i + kBatch); ++k) {
-        for (auto& st : states_of[todo[k]]) batch.push_back(std::move(st));
-      }
-      auto tb = std::chrono::steady_clock::now();
-      Status built = harness->prebuild(batch, threads, {});
+      if (!pending || pending->first != i) pending = start_build(i, threads);
+      auto waited_from = std::chrono::steady_clock::now();
+      Status built = pending->done.get();
       if (!built.is_ok()) return fail(built);
-      std::fprintf(stderr, "kforge explore: built the %zu states of problems %zu-%zu on %d cores in %.0f s\n",
-                   batch.size(), i + 1, std::min(todo.size(), i + kBatch), threads,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count());
+      auto now = std::chrono::steady_clock::now();
+      std::fprintf(stderr,
+                   "kforge explore: built the %zu states of problems %zu-%zu on %d cores in %.0f s (measuring "
+                   "waited %.0f s for them)\n",
+                   pending->states.size(), i + 1, pending->last, pending->threads,
+                   std::chrono::duration<double>(now - pending->started).count(),
+                   std::chrono::duration<double>(now - waited_from).count());
+      pending.reset();
+      if (i + kBatch < todo.size()) pending = start_build(i + kBatch, std::max(1, threads - 2));
     }
     auto r = explore_task(*todo[i], *recorder, a.max_states);
     if (!r.is_ok()) return fail(r.status());
