@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,17 @@ struct PointwiseFunction {
 };
 StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std::vector<int>& nodes,
                                                const std::string& name, ir::ValueIndex seed_value = ir::kNoValue);
+
+// The same chain as a function of the values of its operands at one element, for 16-byte loads by the
+// caller: only when every operand is a full-shape float tensor (read at the element's own offset), there
+// are one or two of them, the result is a float, and nothing else depends on the index. The function
+// takes the operands' values in `lane_values` order: `float NAME(float a<v>, ...)`.
+struct LaneFunction {
+  std::string code;
+  std::vector<ir::ValueIndex> lane_values;
+};
+std::optional<LaneFunction> pointwise_lane_function(const EmitContext& ctx, const std::vector<int>& nodes,
+                                                    const std::string& name);
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx);
 

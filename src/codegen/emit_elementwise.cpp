@@ -4,6 +4,7 @@
 // broadcast index arithmetic (shapes baked in). Each node computes in float (double for float64,
 // the integer type for integers) and rounds to its own dtype, exactly as the unfused ops would.
 #include <algorithm>
+#include <regex>
 #include <sstream>
 
 #include "codegen/elementwise_index.h"
@@ -455,6 +456,37 @@ StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std
       seed_value == ir::kNoValue ? "" : ", const " + ctype(g.type(seed_value).dtype) + " seed";
   f.code = "__device__ __forceinline__ " + ctype(g.type(result).dtype) + " " + name + "(long long i" + seed_decl +
            (decl.empty() ? "" : ", " + decl) + ") {\n" + body + "    return r" + std::to_string(result) + ";\n}\n";
+  return f;
+}
+
+std::optional<LaneFunction> pointwise_lane_function(const EmitContext& ctx, const std::vector<int>& nodes,
+                                                    const std::string& name) {
+  const ir::Graph& g = ctx.graph;
+  for (int k : nodes) {
+    if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(k)])) return std::nullopt;
+  }
+  const ir::ValueIndex result = g.nodes()[static_cast<size_t>(nodes.back())].output;
+  if (g.type(result).dtype != ir::DType::kFloat32) return std::nullopt;
+  std::vector<ir::ValueIndex> params, lanes;
+  auto body = chain_statements(g, nodes, {}, /*vec=*/true, params, lanes);
+  if (!body.is_ok() || lanes.empty() || lanes.size() > 2 || params.size() != lanes.size()) return std::nullopt;
+  for (auto v : lanes) {
+    if (g.type(v).dtype != ir::DType::kFloat32) return std::nullopt;
+  }
+  // The statements may read the element index `i` only through operands, which are all lanes here; an
+  // op whose value depends on the index itself keeps the offset form.
+  static const std::regex uses_index(R"(\bi\b)");
+  if (std::regex_search(*body, uses_index)) return std::nullopt;
+  LaneFunction f;
+  f.lane_values = lanes;
+  std::string decl, views;
+  for (size_t j = 0; j < lanes.size(); ++j) {
+    const std::string v = std::to_string(lanes[j]);
+    decl += (j ? ", " : "") + std::string("const float a") + v;
+    views += "    const float* v" + v + " = &a" + v + ";\n";
+  }
+  f.code = "__device__ __forceinline__ float " + name + "(" + decl + ") {\n    const int l = 0;\n" + views + *body +
+           "    return r" + std::to_string(result) + ";\n}\n";
   return f;
 }
 

@@ -217,6 +217,21 @@ StatusOr<KernelSource> emit_Reduce(const EmitContext& ctx) {
     s.vec_ptr.clear();
     s.vec_host.clear();
     acc.code = "// The prologue, computed at each element the reduction reads:\n" + f.code + "\n" + acc.code;
+    // Full-shape float operands only (one or two): the rows loop loads them 16 bytes at a time and
+    // computes the prologue on the lanes.
+    if (CT == "float") {
+      if (auto lanes = pointwise_lane_function(ctx, prologue, fn + "_lanes")) {
+        const auto& lv = lanes->lane_values;
+        s.vec_ptr = "in" + std::to_string(lv[0]);
+        s.vec_host = ctx.ptr(lv[0], false);
+        if (lv.size() == 2) {
+          s.vec_ptr2 = "in" + std::to_string(lv[1]);
+          s.vec_host2 = ctx.ptr(lv[1], false);
+        }
+        s.vec_value = fn + "_lanes(V0" + std::string(lv.size() == 2 ? ", V1" : "") + ")";
+        acc.code = lanes->code + "\n" + acc.code;
+      }
+    }
   }
   reduce::Code rc = reduce::emit(s);
   return assemble(ctx, reduce::half_headers({in.dtype, out.dtype}), acc.code, rc);

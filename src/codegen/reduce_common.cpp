@@ -278,6 +278,8 @@ Code emit(const Spec& s) {
           if (two) {
             a << "const float V0 = " << w << "; const float V1 = u" << k << "." << lane[l] << "; const " << s.elem
               << " v = " << s.vec_value << ";";
+          } else if (!s.vec_value.empty()) {
+            a << "const float V0 = " << w << "; const " << s.elem << " v = " << s.vec_value << ";";
           } else {
             a << "const float v = " << w << ";";
           }

@@ -23,15 +23,18 @@ bool has(const std::string& code, const std::string& s) {
 }
 
 // x [8, 16] -> sq = x * x -> `reduce_op` over dim 1 -> y [8]; `returned` also returns sq.
-std::string sum_of_squares(const std::string& reduce_op, bool returned) {
+std::string sum_of_squares(const std::string& reduce_op, bool returned, int cols = 16) {
+  const std::string shape = "[8, " + std::to_string(cols) + "]";
   std::string attrs = reduce_op == "argmax" ? R"({"dim": 1, "keepdim": false})" : R"({"dims": [1], "keepdim": false})";
   std::string out_dtype = reduce_op == "argmax" ? "int64" : "float32";
   return R"({"format": "kforge.graph/1", "name": "sq",
-    "inputs": [{"id": "x", "name": "x", "shape": [8, 16], "dtype": "float32"}],
+    "inputs": [{"id": "x", "name": "x", "shape": )" +
+         shape + R"(, "dtype": "float32"}],
     "params": [],
     "nodes": [
       {"id": "sq", "op": "mul", "inputs": ["x", "x"], "attrs": {"scalar": null, "reverse": false},
-       "shape": [8, 16], "dtype": "float32"},
+       "shape": )" +
+         shape + R"(, "dtype": "float32"},
       {"id": "y", "op": ")" +
          reduce_op + R"(", "inputs": ["sq"], "attrs": )" + attrs + R"(, "shape": [8], "dtype": ")" + out_dtype +
          R"("}],
@@ -89,6 +92,58 @@ TEST(ReducePrologue, TheChainIsComputedWhereTheReductionLoadsAndItBuilds) {
   auto cost = costmodel::program_cost(g, s.value());
   EXPECT_DOUBLE_EQ(cost.kernels[0].bytes, (8 * 16 + 8) * 4.0);
   kforge::testing::expect_builds_with_nvcc(p.value(), "reduce-prologue-build");
+}
+
+// a [8, 4096] - b (shape `b_shape`) -> squared -> mean over dim 1 (MSE's shape in the graph).
+std::string mean_squared_difference(const std::string& b_shape) {
+  return R"({"format": "kforge.graph/1", "name": "msd",
+    "inputs": [{"id": "a", "name": "a", "shape": [8, 4096], "dtype": "float32"},
+               {"id": "b", "name": "b", "shape": )" +
+         b_shape + R"(, "dtype": "float32"}],
+    "params": [],
+    "nodes": [
+      {"id": "d", "op": "sub", "inputs": ["a", "b"], "attrs": {"scalar": null, "reverse": false},
+       "shape": [8, 4096], "dtype": "float32"},
+      {"id": "sq", "op": "mul", "inputs": ["d", "d"], "attrs": {"scalar": null, "reverse": false},
+       "shape": [8, 4096], "dtype": "float32"},
+      {"id": "y", "op": "mean", "inputs": ["sq"], "attrs": {"dims": [1], "keepdim": false}, "shape": [8],
+       "dtype": "float32"}],
+    "outputs": ["y"]})";
+}
+
+TEST(ReducePrologue, FullShapeFloatOperandsAreLoadedSixteenBytesAtATime) {
+  // One operand (x * x): its lanes go through the prologue.
+  ir::Graph one = graph_from_text(sum_of_squares("sum", false, 4096));
+  auto p1 =
+      codegen::emit_program(one, plan_default(one).value(), {.library_file = "lib.so", .reference_source = "#\n"});
+  ASSERT_TRUE(p1.is_ok()) << p1.status().message();
+  const std::string& c1 = p1->kernels[0].code;
+  EXPECT_TRUE(has(c1, "__device__ __forceinline__ float k1_sum_prologue_lanes(const float a0)")) << c1;
+  EXPECT_TRUE(has(c1, "const float V0 = w0.x; const float v = k1_sum_prologue_lanes(V0);")) << c1;
+  EXPECT_TRUE(has(c1, "k1_sum_r_rows<true><<<")) << c1;
+  // Two same-shape operands: both loaded as vectors, both alignments checked.
+  ir::Graph two = graph_from_text(mean_squared_difference("[8, 4096]"));
+  auto s2 = plan_default(two);
+  ASSERT_TRUE(s2.is_ok()) << s2.status().message();
+  auto p2 = codegen::emit_program(two, s2.value(), {.library_file = "lib.so", .reference_source = "#\n"});
+  ASSERT_TRUE(p2.is_ok()) << p2.status().message();
+  ASSERT_EQ(p2->kernels.size(), 1u);
+  const std::string& c2 = p2->kernels[0].code;
+  EXPECT_TRUE(has(c2, "_prologue_lanes(const float a0, const float a1)")) << c2;
+  EXPECT_TRUE(has(c2, "_prologue_lanes(V0, V1)")) << c2;
+  EXPECT_TRUE(has(c2,
+                  "(reinterpret_cast<uintptr_t>(((const float*)bufs[0])) & 15) == 0 && "
+                  "(reinterpret_cast<uintptr_t>(((const float*)bufs[1])) & 15) == 0"))
+      << c2;
+  // The offset form stays for unaligned pointers.
+  EXPECT_TRUE(has(c2, "_rows<false><<<")) << c2;
+  kforge::testing::expect_builds_with_nvcc(p2.value(), "reduce-prologue-lanes-build");
+  // A broadcast operand is read by index: no lanes, the offset form only.
+  ir::Graph bcast = graph_from_text(mean_squared_difference("[4096]"));
+  auto p3 =
+      codegen::emit_program(bcast, plan_default(bcast).value(), {.library_file = "lib.so", .reference_source = "#\n"});
+  ASSERT_TRUE(p3.is_ok()) << p3.status().message();
+  EXPECT_FALSE(has(p3->kernels[0].code, "_lanes")) << p3->kernels[0].code;
 }
 
 }  // namespace
