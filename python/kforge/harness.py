@@ -417,7 +417,7 @@ def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precom
 
 def serve():
     """JSON lines over stdin/stdout: one request {"problem", "candidate", "protocol", "profile",
-    "trials"} per line, one result per line. The candidate's process is started with the first
+    "trials", "compile" (default true: torch.compile timed too)} per line, one result per line. The candidate's process is started with the first
     request and again after it died; this process never runs candidate code."""
     import gc
     # Answers go out on a private copy of stdout; fd 1 and sys.stdout then point at stderr, so that
