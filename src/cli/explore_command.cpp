@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -46,7 +47,9 @@ CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
   cmd->add_option("--trials", a.trials, "timed trials per variant on the GPU")->check(CLI::PositiveNumber);
   cmd->add_option("--jobs", a.jobs, "parallel builds before measuring (default: every core)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--time-limit", a.time_limit, "seconds; no new problem starts after this (resume later)")
+  cmd->add_option("--time-limit", a.time_limit,
+                  "seconds; nothing new is measured after this; a problem stopped midway continues with --resume "
+                  "without measuring again what the log holds")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--db", a.db, "also record every measured candidate in this measurement database (SQLite)");
   cmd->add_option("--json", a.json_out, "write the per-problem summary here");
@@ -81,6 +84,37 @@ class CollectingEvaluator : public agent::Evaluator {
  private:
   std::shared_ptr<agent::Evaluator> inner_;
   std::map<std::string, const agent::Task*> tasks_;
+};
+
+// What --resume and --time-limit need around the recording evaluator: a state the log already holds
+// (a problem interrupted in the middle) is answered from the log, not measured again; after the
+// deadline, nothing new is measured (the problem stops there, its states so far kept in the log).
+class ResumingEvaluator : public agent::Evaluator {
+ public:
+  ResumingEvaluator(std::shared_ptr<agent::Evaluator> inner, std::map<std::string, agent::Evaluation> recorded,
+                    std::optional<std::chrono::steady_clock::time_point> deadline)
+      : inner_(std::move(inner)), recorded_(std::move(recorded)), deadline_(deadline) {}
+  std::string name() const override { return inner_->name(); }
+  bool measured() const override { return inner_->measured(); }
+  StatusOr<agent::Evaluation> evaluate(const agent::Task& task, const schedule::Schedule& s) override {
+    auto it = recorded_.find(agent::evaluation_key(task, s));
+    if (it != recorded_.end()) return it->second;
+    if (deadline_ && std::chrono::steady_clock::now() > *deadline_) {
+      expired_ = true;
+      return unsupported("--time-limit reached");
+    }
+    return inner_->evaluate(task, s);
+  }
+  bool recorded(const agent::Task& task, const schedule::Schedule& s) const {
+    return recorded_.count(agent::evaluation_key(task, s)) > 0;
+  }
+  bool expired() const { return expired_; }
+
+ private:
+  std::shared_ptr<agent::Evaluator> inner_;
+  std::map<std::string, agent::Evaluation> recorded_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  bool expired_ = false;
 };
 
 std::set<std::string> split_names(const std::string& list) {
@@ -164,12 +198,14 @@ int run_explore(const ExploreArgs& a) {
                           std::string(only.empty() ? "" : " with --only " + a.only)));
   }
   std::set<std::string> finished;
+  std::map<std::string, agent::Evaluation> recorded;  // the log's evaluations, for a problem begun before
   if (a.resume && fs::exists(record, ec)) {
     auto log = agent::read_evaluation_logs({a.record});
     if (!log.is_ok()) return fail(log.status().with_context("--resume"));
     for (const auto& d : log->tasks_done) {
       if (d.value("protocol", "") == a.protocol) finished.insert(d["task_done"].get<std::string>());
     }
+    recorded = std::move(log->evaluations);
   }
   if (a.force) fs::remove(record, ec);
 
@@ -187,6 +223,11 @@ int run_explore(const ExploreArgs& a) {
   if (!evaluator.is_ok()) return fail(evaluator.status());
   auto recorder = agent::RecordingEvaluator::open(*evaluator, record);
   if (!recorder.is_ok()) return fail(recorder.status());
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (a.time_limit > 0)
+    deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(a.time_limit));
+  auto resuming = std::make_shared<ResumingEvaluator>(*recorder, std::move(recorded), deadline);
   std::fprintf(stderr, "kforge explore: %zu problems (%zu finished before), judged by the %s, at most %d states each\n",
                tasks.size(), finished.size(), (*evaluator)->name().c_str(), a.max_states);
 
@@ -240,7 +281,9 @@ int run_explore(const ExploreArgs& a) {
     p->last = std::min(todo.size(), first + kBatch);
     p->threads = build_threads;
     for (size_t k = first; k < p->last; ++k) {
-      for (auto& st : states_of[todo[k]]) p->states.push_back(std::move(st));
+      for (auto& st : states_of[todo[k]]) {
+        if (!resuming->recorded(*st.first, st.second)) p->states.push_back(std::move(st));
+      }
     }
     p->started = std::chrono::steady_clock::now();
     PendingBuild* raw = p.get();
@@ -274,7 +317,15 @@ int run_explore(const ExploreArgs& a) {
       pending.reset();
       if (i + kBatch < todo.size()) pending = start_build(i + kBatch, std::max(1, threads - 2));
     }
-    auto r = explore_task(*todo[i], *recorder, a.max_states);
+    auto r = explore_task(*todo[i], resuming, a.max_states);
+    // The search skips a state whose evaluation fails, so an expired deadline is checked here, whatever
+    // the episode says: a problem cut short is not finished (no task_done line).
+    if (resuming->expired()) {
+      left = static_cast<int>(todo.size() - i);
+      std::fprintf(stderr, "kforge explore: --time-limit reached inside %s; its states so far are in the log\n",
+                   todo[i]->name.c_str());
+      break;
+    }
     if (!r.is_ok()) return fail(r.status());
     Status st = (*recorder)->append(*r);
     if (!st.is_ok()) return fail(st);

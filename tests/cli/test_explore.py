@@ -161,3 +161,38 @@ def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
     # No torch.compile times: the rate is unknown, not zero.
     assert rep["learned"]["faster_than_compile_rate"] is None
     assert "n/a (no compile times)" in t.stdout
+
+
+def test_explore_resumes_inside_a_problem_without_measuring_again(tmp_path):
+    fake = tmp_path / "fake_harness.py"
+    fake.write_text(FAKE_HARNESS)
+    fake.chmod(0o755)
+    requests = tmp_path / "requests.jsonl"
+    env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake), KFORGE_SANDBOX="none",
+               FAKE_LOG=str(requests))
+    log = tmp_path / "log.jsonl"
+    base = [KFORGE, "explore", GEMM, "--device", "cuda", "--no-compile", "--record", str(log),
+            "--out", str(tmp_path / "cands")]
+
+    def run(*extra):
+        return subprocess.run(base + list(extra), capture_output=True, text=True, env=env, timeout=600)
+
+    # A time limit already past: nothing is measured, the problem is not marked finished.
+    r = run("--time-limit", "0.001")
+    assert r.returncode == 0, r.stderr
+    assert "--time-limit reached inside 99_Matmul_GELU_Softmax" in r.stderr
+    assert not requests.exists() and not any("task_done" in x for x in records(log))
+    # The whole problem, then a log cut in the middle of it (as a killed run leaves it).
+    r = run("--resume")
+    assert r.returncode == 0, r.stderr
+    full = log.read_text().splitlines()
+    assert len(records(requests)) == 4 and "task_done" in full[-1]
+    log.write_text("\n".join(full[:2]) + "\n")
+    requests.unlink()
+    # --resume answers the two recorded states from the log and measures only the other two.
+    r = run("--resume")
+    assert r.returncode == 0, r.stderr
+    assert len(records(requests)) == 2
+    lines = records(log)
+    assert [x["task_done"] for x in lines if "task_done" in x] == ["99_Matmul_GELU_Softmax"]
+    assert len({x["state"] for x in lines if "task_done" not in x}) == 4
