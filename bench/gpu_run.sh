@@ -100,11 +100,14 @@ for part in "$@"; do
     explore)
       # Every schedule the skills reach from each problem (exhaustive search), built, verified and timed
       # (candidate and eager), recorded for `kforge train --eval-tasks ... --replay` (issue #5's criterion).
-      # EXPLORE_LEVELS (default "level2 level1"), EXPLORE_MAX_STATES (20), EXPLORE_LIMIT (400 s), EXPLORE_EXTRA.
+      # EXPLORE_LEVELS (default "level2 level1"), EXPLORE_MAX_STATES (20), EXPLORE_LIMIT (400 s), EXPLORE_EXTRA;
+      # EXPLORE_FROM: a log of an earlier run (e.g. bench/results/...explore-gpu_*.jsonl) to continue (--resume).
       dirs=(); for l in ${EXPLORE_LEVELS:-level2 level1}; do dirs+=(".gpu/kb/$l"); done
+      resume=()
+      if [ -n "${EXPLORE_FROM:-}" ]; then cp "$EXPLORE_FROM" "$OUT/explore.jsonl" && resume=(--resume); fi
       timeout $((${EXPLORE_LIMIT:-400} + 120)) .gpu/kforge explore "${dirs[@]}" --device cuda --no-compile \
         --max-states "${EXPLORE_MAX_STATES:-20}" --trials 10 --time-limit "${EXPLORE_LIMIT:-400}" \
-        --out /tmp/explore-candidates --record "$OUT/explore.jsonl" --db "$OUT/measurements.sqlite" --json "$OUT/explore.json" ${EXPLORE_EXTRA:-} \
+        --out /tmp/explore-candidates --record "$OUT/explore.jsonl" --db "$OUT/measurements.sqlite" --json "$OUT/explore.json" "${resume[@]}" ${EXPLORE_EXTRA:-} \
         > "$OUT/explore.txt" 2> "$OUT/explore.log"
       echo "explore: exit $?"; tail -4 "$OUT/explore.txt"; grep -c '"task_done"' "$OUT/explore.jsonl"
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
