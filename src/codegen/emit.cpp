@@ -7,6 +7,7 @@
 #include "skills/constant_output.h"
 #include "skills/conv_epilogue.h"
 #include "skills/linear_epilogue.h"
+#include "skills/loss_prologue.h"
 #include "skills/reduce_prologue.h"
 #include "skills/scan_exclusive.h"
 #include "skills/scan_prologue.h"
@@ -73,6 +74,7 @@ StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
   if (ctx.kernel.strategy == "elementwise") return emit_elementwise_chain(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_reduce_prologue(ctx.graph, ctx.kernel)) return emit_Reduce(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_scan_prologue(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
+  if (ctx.kernel.nodes.size() > 1 && skills::is_loss_prologue(ctx.graph, ctx.kernel)) return emit_Loss(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_scan_reverse(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_scan_exclusive(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
   // Only elementwise chains compute several nodes in one kernel so far; any other emitter would

@@ -7,6 +7,7 @@
 // accumulation, a split over blocks with a second merging pass. Per-sample losses of
 // cross_entropy and triplet_margin_loss go to ctx->workspace (double) between the two stages.
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "codegen/elementwise_index.h"
@@ -235,7 +236,11 @@ StatusOr<KernelSource> emit_cross_entropy(const EmitContext& ctx) {
 
 StatusOr<KernelSource> emit_Loss(const EmitContext& ctx) {
   const ir::Node& node = ctx.node();
-  if (node.op == ir::OpId::kCrossEntropy) return emit_cross_entropy(ctx);
+  if (node.op == ir::OpId::kCrossEntropy) {
+    if (ctx.kernel.nodes.size() > 1)
+      return unsupported("kernel " + ctx.kernel.name + ": cross_entropy takes no prologue (loss_prologue excludes it)");
+    return emit_cross_entropy(ctx);
+  }
   const ir::TensorType& ta = ctx.in_type(0);
   const ir::TensorType& tb = ctx.in_type(1);
   const ir::TensorType& out = ctx.out_type();
@@ -295,12 +300,34 @@ StatusOr<KernelSource> emit_Loss(const EmitContext& ctx) {
   Assembled a;
   a.dev << "__device__ __forceinline__ " << CT << " " << K << "_elem(" << CT << " a, " << CT << " b) { " << body
         << " }\n";
-  const std::string pa =
-      "const " + ctype(ta.dtype) + "* __restrict__ in0, const " + ctype(tb.dtype) + "* __restrict__ in1";
-  const std::string args = ctx.in_ptr(0) + ", " + ctx.in_ptr(1);
+  // A pointwise prologue (the loss_prologue skill): the prediction is computed where the loss reads it,
+  // from the chain's own operands, and never stored. The target is then `in_b` (the chain's operands
+  // are named in<value>).
+  const std::vector<int> prologue(ctx.kernel.nodes.begin(), ctx.kernel.nodes.end() - 1);
+  PointwiseFunction pf;
+  std::optional<LaneFunction> lanes;
+  if (!prologue.empty()) {
+    if (ctx.graph.nodes()[static_cast<size_t>(prologue.back())].output != node.inputs[0])
+      return internal_error("kernel " + K + ": the prologue does not make the loss's prediction");
+    KF_ASSIGN_OR_RETURN(pf, pointwise_function(ctx, prologue, K + "_prologue"));
+    a.dev << "// The prediction's chain, computed where the loss reads it:\n" << pf.code;
+    lanes = pointwise_lane_function(ctx, prologue, K + "_prologue_lanes");
+    if (lanes && lanes->lane_values.size() == 1) a.dev << lanes->code;
+  }
+  const std::string b_name = prologue.empty() ? "in1" : "in_b";
+  const std::string pa = (prologue.empty() ? "const " + ctype(ta.dtype) + "* __restrict__ in0"
+                                           : (pf.params.empty() ? std::string("") : pf.params)) +
+                         (prologue.empty() || !pf.params.empty() ? ", " : "") + "const " + ctype(tb.dtype) +
+                         "* __restrict__ " + b_name;
+  const std::string args = (prologue.empty() ? ctx.in_ptr(0) : pf.host_args) +
+                           (prologue.empty() || !pf.host_args.empty() ? ", " : "") + ctx.in_ptr(1);
   auto elem_at = [&](const std::string& i) {
-    return K + "_elem(" + load(ta.dtype, CT, "in0[" + broadcast_offset(ta.shape, bshape, i) + "]") + ", " +
-           load(tb.dtype, CT, "in1[" + broadcast_offset(tb.shape, bshape, i) + "]") + ")";
+    const std::string at = broadcast_offset(ta.shape, bshape, i);
+    const std::string pred = prologue.empty()
+                                 ? "in0[" + at + "]"
+                                 : K + "_prologue(" + at + (pf.call_args.empty() ? "" : ", " + pf.call_args) + ")";
+    return K + "_elem(" + load(ta.dtype, CT, pred) + ", " +
+           load(tb.dtype, CT, b_name + "[" + broadcast_offset(tb.shape, bshape, i) + "]") + ")";
   };
   if (red == "none") {
     const int block = static_cast<int>(ctx.kernel.knob("block", 256));
@@ -338,12 +365,21 @@ StatusOr<KernelSource> emit_Loss(const EmitContext& ctx) {
   s.block = static_cast<int>(ctx.kernel.knob("block", 256));
   if (ta.shape == bshape && tb.shape == bshape && ta.dtype == ir::DType::kFloat32 && tb.dtype == ir::DType::kFloat32 &&
       CT == "float") {
-    // Both operands read at the element's own offset: 16-byte loads of each.
-    s.vec_ptr = "in0";
-    s.vec_host = ctx.in_ptr(0);
-    s.vec_ptr2 = "in1";
-    s.vec_host2 = ctx.in_ptr(1);
-    s.vec_value = "(double)" + K + "_elem(V0, V1)";
+    // Both operands read at the element's own offset: 16-byte loads of each (of the prologue's one
+    // full-shape operand in place of the prediction, when there is a prologue).
+    if (prologue.empty()) {
+      s.vec_ptr = "in0";
+      s.vec_host = ctx.in_ptr(0);
+      s.vec_value = "(double)" + K + "_elem(V0, V1)";
+    } else if (lanes && lanes->lane_values.size() == 1) {
+      s.vec_ptr = "in" + std::to_string(lanes->lane_values[0]);
+      s.vec_host = ctx.ptr(lanes->lane_values[0], false);
+      s.vec_value = "(double)" + K + "_elem(" + K + "_prologue_lanes(V0), V1)";
+    }
+    if (!s.vec_ptr.empty()) {
+      s.vec_ptr2 = b_name;
+      s.vec_host2 = ctx.in_ptr(1);
+    }
   }
   add_reduction(a, s);
   return finish(ctx, a, {ta.dtype, tb.dtype, out.dtype}, std::string(ir::op_info(node.op).name) + ", " + red);

@@ -11,6 +11,7 @@
 #include "skills/einsum_gemm.h"
 #include "skills/fuse_elementwise.h"
 #include "skills/linear_epilogue.h"
+#include "skills/loss_prologue.h"
 #include "skills/precision.h"
 #include "skills/reduce_prologue.h"
 #include "skills/scan_exclusive.h"
@@ -50,8 +51,15 @@ const std::vector<Skill>& all_skills() {
       {"reduce_prologue",
        "computes a pointwise chain whose only reader is a reduction inside the reduction's kernel, where the "
        "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "
-       "stored; saves a write and a read of it and a launch; costs the reduction its 16-byte loads",
+       "stored; saves a write and a read of it and a launch; the reduction keeps its 16-byte loads when the "
+       "chain reads one or two full-shape float tensors, and loses them otherwise",
        reduce_prologue_sites, reduce_prologue},
+      {"loss_prologue",
+       "computes a pointwise chain whose only reader is the prediction of an elementwise loss (log before a "
+       "kl_div) inside the loss's kernel, where the loss reads each prediction: the chain's result is never "
+       "stored; saves a write and a read of it and a launch; the loss keeps its 16-byte loads when the chain "
+       "reads one full-shape float tensor",
+       loss_prologue_sites, loss_prologue},
       {"scan_prologue",
        "computes a pointwise chain whose only reader is a scan (cumsum, cumprod) inside the scan's kernel, where "
        "the scan loads each element (x * mask before a cumsum): the chain's result is never stored; saves a write "

@@ -1,0 +1,42 @@
+// loss_prologue: legality and the merge of a pointwise chain into the loss that reads it.
+#include "skills/loss_prologue.h"
+
+#include <algorithm>
+
+namespace kforge::skills {
+
+namespace {
+
+bool is_elementwise_loss_kernel(const ir::Graph& g, const schedule::Kernel& k) {
+  const ir::Node& root = g.nodes()[static_cast<size_t>(k.root())];
+  return k.impl == schedule::Impl::kGenerated && k.strategy == "loss" &&
+         ir::op_info(root.op).family == ir::OpFamily::kLoss && root.op != ir::OpId::kCrossEntropy;
+}
+
+std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
+  return prologue_illegal(g, s, producer, consumer, is_elementwise_loss_kernel,
+                          "a loss kernel of one elementwise loss");
+}
+
+}  // namespace
+
+bool is_loss_prologue(const ir::Graph& g, const schedule::Kernel& k) {
+  return is_elementwise_loss_kernel(g, k) && k.nodes.size() > 1 &&
+         std::all_of(k.nodes.begin(), k.nodes.end() - 1,
+                     [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
+}
+
+std::vector<Site> loss_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {
+  return pair_sites(g, s, illegal,
+                    [](const std::string& p, const std::string& c) { return p + " as the prologue of " + c; });
+}
+
+StatusOr<schedule::Schedule> loss_prologue(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
+  if (site.kernels.size() != 2) return invalid_argument("loss_prologue takes a site of two kernels");
+  const int p = site.kernels[0];
+  const int c = site.kernels[1];
+  if (std::string why = illegal(g, s, p, c); !why.empty()) return invalid_argument("loss_prologue: " + why);
+  return join_into_consumer(s, p, c, "loss_prologue: " + site.what);
+}
+
+}  // namespace kforge::skills
