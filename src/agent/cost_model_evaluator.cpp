@@ -1,6 +1,7 @@
 // CostModelEvaluator: predicted times and the milestone reward on them.
 #include "agent/cost_model_evaluator.h"
 
+#include "costmodel/measurements.h"
 #include "costmodel/roofline.h"
 #include "schedule/planner.h"
 #include "skills/fuse_elementwise.h"
@@ -18,7 +19,15 @@ std::string task_key(const Task& task) {
 
 }  // namespace
 
-StatusOr<PredictedBaselines> predicted_baselines(const Task& task) {
+// The roofline's time of `s`, times the correction's factor when there is one.
+static double predicted_seconds(const ir::Graph& g, const schedule::Schedule& s,
+                                const costmodel::Correction* correction) {
+  const costmodel::ProgramCost cost = costmodel::program_cost(g, s);
+  if (correction == nullptr) return cost.seconds;
+  return correction->corrected_seconds(cost.seconds, costmodel::candidate_features(g, s, cost));
+}
+
+StatusOr<PredictedBaselines> predicted_baselines(const Task& task, const costmodel::Correction* correction) {
   KF_ASSIGN_OR_RETURN(double tolerance, protocol_tolerance(task.protocol));
   const ir::Graph& g = task.graph;
   schedule::Schedule eager = schedule::plan_one_kernel_per_op(g, {.precision = "fp32", .tolerance = tolerance});
@@ -28,7 +37,7 @@ StatusOr<PredictedBaselines> predicted_baselines(const Task& task) {
     if (sites.empty()) break;
     KF_ASSIGN_OR_RETURN(compiled, skills::fuse_elementwise(g, compiled, sites.front()));
   }
-  return PredictedBaselines{costmodel::program_cost(g, eager).seconds, costmodel::program_cost(g, compiled).seconds};
+  return PredictedBaselines{predicted_seconds(g, eager, correction), predicted_seconds(g, compiled, correction)};
 }
 
 StatusOr<PredictedBaselines> CostModelEvaluator::baselines(const Task& task) {
@@ -38,7 +47,7 @@ StatusOr<PredictedBaselines> CostModelEvaluator::baselines(const Task& task) {
     auto it = baselines_.find(key);
     if (it != baselines_.end()) return it->second;
   }
-  KF_ASSIGN_OR_RETURN(PredictedBaselines b, predicted_baselines(task));
+  KF_ASSIGN_OR_RETURN(PredictedBaselines b, predicted_baselines(task, correction_ ? &*correction_ : nullptr));
   std::lock_guard<std::mutex> lock(mutex_);
   baselines_.emplace(key, b);
   return b;
@@ -61,7 +70,7 @@ StatusOr<Evaluation> CostModelEvaluator::evaluate(const Task& task, const schedu
     r.message = "precision " + s.precision + " cannot keep the tolerance " + std::to_string(s.tolerance);
   } else {
     r.outcome = sandbox::Outcome::kOk;
-    r.t_candidate = costmodel::program_cost(task.graph, s).seconds;
+    r.t_candidate = predicted_seconds(task.graph, s, correction_ ? &*correction_ : nullptr);
   }
   e.reward = milestone_reward_of_times(r);
   return e;

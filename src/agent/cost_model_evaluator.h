@@ -8,6 +8,7 @@
 #include <string>
 
 #include "agent/env.h"
+#include "costmodel/correction.h"
 
 namespace kforge::agent {
 
@@ -21,11 +22,17 @@ struct PredictedBaselines {
   double t_eager = 0;
   double t_compile = 0;
 };
-StatusOr<PredictedBaselines> predicted_baselines(const Task& task);
+StatusOr<PredictedBaselines> predicted_baselines(const Task& task, const costmodel::Correction* correction = nullptr);
 
 class CostModelEvaluator : public Evaluator {
  public:
-  std::string name() const override { return "cost model (predicted)"; }
+  // With a correction (costmodel/correction.h, fitted on GPU measurements), every time (candidate,
+  // eager, torch.compile) is the roofline's times the correction's factor for that schedule.
+  explicit CostModelEvaluator(std::optional<costmodel::Correction> correction = std::nullopt)
+      : correction_(std::move(correction)) {}
+  std::string name() const override {
+    return correction_ ? "cost model (predicted: roofline + learned correction)" : "cost model (predicted)";
+  }
   // ok with the predicted time when the schedule is well-formed and its precision fits the task's
   // tolerance; wrong_answer when the precision exceeds the tolerance; compile_error when the
   // schedule is malformed. Thread-safe (baselines are cached per task under a lock).
@@ -34,6 +41,9 @@ class CostModelEvaluator : public Evaluator {
  private:
   StatusOr<PredictedBaselines> baselines(const Task& task);
 
+  double seconds(const Task& task, const schedule::Schedule& s) const;
+
+  std::optional<costmodel::Correction> correction_;
   std::mutex mutex_;
   std::map<std::string, PredictedBaselines> baselines_;  // by task name, protocol and node count
 };

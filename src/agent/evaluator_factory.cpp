@@ -6,13 +6,21 @@
 
 namespace kforge::agent {
 
-StatusOr<std::shared_ptr<Evaluator>> make_evaluator(const std::string& device, const HarnessEvaluatorOptions& gpu) {
+StatusOr<std::shared_ptr<Evaluator>> make_evaluator(const std::string& device, const HarnessEvaluatorOptions& gpu,
+                                                    const std::string& correction) {
   KF_ASSIGN_OR_RETURN(std::string resolved, sandbox::resolve_device(device));
   if (resolved == "cuda") {
+    if (!correction.empty()) {
+      return invalid_argument(
+          "--correction adjusts the cost model's predictions, and on the GPU every time is "
+          "measured: leave it out, or use --device cpu");
+    }
     if (gpu.work_dir.empty()) return invalid_argument("the GPU evaluator needs a work directory for its builds");
     return std::shared_ptr<Evaluator>(std::make_shared<HarnessEvaluator>(gpu));
   }
-  return std::shared_ptr<Evaluator>(std::make_shared<CostModelEvaluator>());
+  if (correction.empty()) return std::shared_ptr<Evaluator>(std::make_shared<CostModelEvaluator>());
+  KF_ASSIGN_OR_RETURN(costmodel::Correction c, costmodel::read_correction(correction));
+  return std::shared_ptr<Evaluator>(std::make_shared<CostModelEvaluator>(std::move(c)));
 }
 
 }  // namespace kforge::agent

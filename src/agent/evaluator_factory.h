@@ -13,6 +13,9 @@ namespace kforge::agent {
 
 // `device`: "cpu" -> CostModelEvaluator; "cuda" -> HarnessEvaluator with `gpu` (a user error on a machine
 // without a GPU); "auto" -> cuda when a GPU is present (sandbox::gpu_present), cpu otherwise.
-StatusOr<std::shared_ptr<Evaluator>> make_evaluator(const std::string& device, const HarnessEvaluatorOptions& gpu);
+// `correction`: a file of `kforge costmodel fit --out` for the cost model (empty: the roofline alone);
+// with a GPU evaluator it is a user error (measured times need no correction).
+StatusOr<std::shared_ptr<Evaluator>> make_evaluator(const std::string& device, const HarnessEvaluatorOptions& gpu,
+                                                    const std::string& correction = "");
 
 }  // namespace kforge::agent

@@ -134,7 +134,8 @@ int run_optimize(const OptimizeArgs& a) {
                                                     .checkpoint = a.checkpoint,
                                                     .device = device.value(),
                                                     .trials = a.trials,
-                                                    .jobs = a.common.jobs},
+                                                    .jobs = a.common.jobs,
+                                                    .correction = a.correction},
                               .force = a.force,
                               .jobs = a.common.jobs});
   if (!t.is_ok()) return report_error(t.status(), "optimize");

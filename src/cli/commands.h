@@ -64,6 +64,7 @@ struct OptimizeArgs {
   std::string policy = "heuristic";  // the agent's policy: heuristic, search or random
   int turns = 200;                   // the agent's turns, at most
   std::string checkpoint;            // a `kforge train` checkpoint: the learned policy instead of `policy`
+  std::string correction;            // a `kforge costmodel fit --out` file: the cost model with it (cpu)
   CommonOptions common;
 };
 int run_optimize(const OptimizeArgs& a);

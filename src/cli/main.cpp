@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
                   "GPU measurements on cuda")
       ->check(CLI::IsMember({"heuristic", "search", "random"}));
   opt->add_option("--turns", opt_args.turns, "the agent's turns, at most (default 200)")->check(CLI::PositiveNumber);
+  opt->add_option("--correction", opt_args.correction,
+                  "judge the agent's candidates on the cost model corrected by this `kforge costmodel fit --out` file "
+                  "(--device cpu)");
   opt->add_option("--checkpoint", opt_args.checkpoint,
                   "plan with the learned policy of this `kforge train` checkpoint (in place of --policy)");
   add_common(opt, opt_args.common);

@@ -136,7 +136,8 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
   KF_ASSIGN_OR_RETURN(
       std::shared_ptr<agent::Evaluator> evaluator,
       agent::make_evaluator(options.device,
-                            {.work_dir = options.work_dir, .trials = options.trials, .jobs = options.jobs}));
+                            {.work_dir = options.work_dir, .trials = options.trials, .jobs = options.jobs},
+                            options.correction));
   agent::Environment env(evaluator, {.max_turns = options.turns, .disabled_skills = plan.disabled});
   KF_ASSIGN_OR_RETURN(agent::Episode ep, agent::run_episode(env, *policy, task, /*seed=*/0));
   AgentPlan out;

@@ -57,6 +57,7 @@ struct AgentOptions {
   int trials = 30;                   // timed trials per variant of each GPU evaluation
   std::filesystem::path work_dir;    // where the GPU evaluator builds candidates (import_plan_build: out/agent)
   int jobs = 0;                      // nvcc jobs of each GPU build
+  std::string correction;            // a `kforge costmodel fit --out` file for the cost model (cpu only)
 };
 
 // The policy's episode on `g`: its best schedule, and what it did (policy, turns, evaluations, ...).

@@ -25,6 +25,10 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainArgs& a) {
   cmd->add_option("--replay", a.replay,
                   "evaluation logs of `kforge explore --record`: compare the policies on the --eval-tasks by the "
                   "evaluations recorded there (GPU measurements made elsewhere), on the tasks explored completely");
+  cmd->add_option(
+      "--correction", a.correction,
+      "train (and judge, without --replay) on the cost model corrected by this `kforge costmodel fit --out` "
+      "file: the roofline times a factor learned from GPU measurements (--device cpu)");
   cmd->add_option("--out", a.out, "the run directory: checkpoints, trajectories, metrics.jsonl")->required();
   cmd->add_option("--preset", a.preset, "ci (minutes, on a CPU) or full (the paper's sizes)")
       ->check(CLI::IsMember({"ci", "full"}));
@@ -58,6 +62,7 @@ int run_train(const TrainArgs& a) {
   o.tasks = a.tasks;
   o.eval_tasks = a.eval_tasks;
   o.replay = a.replay;
+  o.correction = a.correction;
   o.out = a.out;
   o.preset = a.preset;
   o.protocol = a.protocol;

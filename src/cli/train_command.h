@@ -16,6 +16,7 @@ struct TrainArgs {
   std::vector<std::string> tasks;       // dataset / suite directories or problem files (default: synthesize)
   std::vector<std::string> eval_tasks;  // when given, the final comparison runs on these (plus search, exhaustive)
   std::vector<std::string> replay;      // `kforge explore` logs: the comparison replays their evaluations
+  std::string correction;               // `kforge costmodel fit --out` file: train on the corrected cost model
   std::string out;                      // the run directory
   std::string preset = "ci";            // ci (minutes on a laptop) or full (the paper's sizes)
   std::string protocol = "cuda-agent";

@@ -166,6 +166,17 @@ StatusOr<Correction> correction_from_json(const Json& j) {
   return c;
 }
 
+StatusOr<Correction> read_correction(const std::string& path) {
+  auto text = read_file(path);
+  if (!text.is_ok())
+    return not_found(path + " cannot be read: write a correction with `kforge costmodel fit --db DB --out " + path +
+                     "`");
+  KF_ASSIGN_OR_RETURN(Json j, parse_json(*text, path));
+  auto c = correction_from_json(j);
+  if (!c.is_ok()) return invalid_argument(path + ": " + c.status().message());
+  return c;
+}
+
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   if (a.size() != b.size() || a.size() < 2) return nan;

@@ -30,6 +30,8 @@ struct Correction {
 StatusOr<Correction> fit_correction(const std::vector<Measurement>& rows, double lambda = 1.0);
 OrderedJson correction_to_json(const Correction& c);
 StatusOr<Correction> correction_from_json(const Json& j);
+// Reads a correction written by `kforge costmodel fit --out FILE`.
+StatusOr<Correction> read_correction(const std::string& path);
 
 // Spearman's rank correlation (average ranks for ties); nullopt-like NaN for fewer than 2 values or
 // a constant side.

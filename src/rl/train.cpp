@@ -49,6 +49,7 @@ OrderedJson settings_json(const TrainOptions& o) {
   j["seed"] = o.seed;
   j["tasks"] = o.tasks;
   j["ablation"] = o.ablation;
+  j["correction"] = o.correction;
   return j;
 }
 
@@ -71,7 +72,7 @@ Status prepare_run_dir(const TrainOptions& o, const std::vector<std::string>& st
   if (ours && !o.force) {
     KF_ASSIGN_OR_RETURN(std::string text, read_file(marker));
     KF_ASSIGN_OR_RETURN(Json was, parse_json(text, marker.string()));
-    for (const char* key : {"preset", "protocol", "device", "seed", "tasks", "ablation"}) {
+    for (const char* key : {"preset", "protocol", "device", "seed", "tasks", "ablation", "correction"}) {
       OrderedJson now = settings_json(o)[key];
       if (was.contains(key) && Json::parse(now.dump()) != was[key]) {
         return invalid_argument(o.out + " holds a run made with " + key + " " + was[key].dump() + ", not " +
@@ -307,7 +308,7 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
   // The evaluator and given tasks come before the run directory is touched, so that bad input leaves
   // nothing behind.
   KF_ASSIGN_OR_RETURN(std::shared_ptr<agent::Evaluator> evaluator,
-                      agent::make_evaluator(o.device, {.work_dir = fs::path(o.out) / "candidates"}));
+                      agent::make_evaluator(o.device, {.work_dir = fs::path(o.out) / "candidates"}, o.correction));
   std::vector<agent::Task> all;
   if (!o.tasks.empty()) {
     KF_ASSIGN_OR_RETURN(all, task_set(o, preset));
@@ -417,6 +418,7 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
     report["predicted"] = !(on_eval ? comparison_evaluator : context.evaluator)->measured();
   }
   report["evaluator"] = context.evaluator->name();
+  if (!o.correction.empty()) report["correction"] = o.correction;
   if (!replay_report.empty()) report["replay"] = replay_report;
   report["preset"] = preset.name;
   report["protocol"] = o.protocol;

@@ -29,6 +29,7 @@ struct TrainOptions {
   // their recorded evaluations (GPU measurements, made elsewhere) instead of evaluating, on the eval
   // tasks the logs explored completely; training itself stays on `device`.
   std::vector<std::string> replay;
+  std::string correction;  // a `kforge costmodel fit --out` file: the cost model corrected by it (device cpu)
   std::string out;
   std::string preset = "ci";
   std::string protocol = "cuda-agent";

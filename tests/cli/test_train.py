@@ -79,6 +79,22 @@ def test_device_cuda_without_a_gpu_is_refused(tmp_path):
 
 
 @needs_torch
+def test_correction_errors(tmp_path):
+    # A file that is not there, or not a correction: refused before the run directory is made.
+    r = kforge("train", "--correction", str(tmp_path / "nope.json"), "--out", str(tmp_path / "run"))
+    assert r.returncode == 2 and "nope.json" in r.stderr and "kforge costmodel fit" in r.stderr
+    (tmp_path / "bad.json").write_text('{"format": "something else"}')
+    r = kforge("train", "--correction", str(tmp_path / "bad.json"), "--out", str(tmp_path / "run"))
+    assert r.returncode == 2 and "not a kforge cost-model correction" in r.stderr
+    # On the GPU every time is measured: a correction there is a mistake, and said so.
+    env = dict(os.environ, KFORGE_ASSUME_GPU="1")
+    r = subprocess.run([KFORGE, "train", "--device", "cuda", "--correction", str(tmp_path / "bad.json"), "--out",
+                        str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 2 and "--correction" in r.stderr and "measured" in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@needs_torch
 def test_missing_out_is_a_usage_error():
     r = kforge("train", "--stage", "warmup")
     assert r.returncode == 2

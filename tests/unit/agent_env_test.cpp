@@ -7,6 +7,7 @@
 #include "agent/env.h"
 #include "agent/features.h"
 #include "agent_test_graphs.h"
+#include "costmodel/measurements.h"
 #include "costmodel/roofline.h"
 #include "schedule/planner.h"
 
@@ -202,6 +203,40 @@ TEST(AgentCostModelEvaluator, BaselinesAndOutcomes) {
   ASSERT_TRUE(bad.is_ok());
   EXPECT_EQ(bad->result.outcome, sandbox::Outcome::kCompileError);
   EXPECT_FALSE(bad->result.t_candidate.has_value());
+}
+
+TEST(AgentCostModelEvaluator, ACorrectionScalesEveryTimeBySchedule) {
+  Task task = task_from(kGemmGraph, "cuda-agent");
+  schedule::Schedule first = schedule::plan_one_kernel_per_op(task.graph, {.precision = "fp32", .tolerance = 1e-2});
+  // A correction that doubles every time (bias log10 2, no weight), and one that depends on a feature.
+  costmodel::Correction twice;
+  twice.feature_names = costmodel::feature_names();
+  const size_t d = twice.feature_names.size();
+  twice.mean.assign(d, 0.0);
+  twice.scale.assign(d, 1.0);
+  twice.weights.assign(d, 0.0);
+  twice.bias = std::log10(2.0);
+  CostModelEvaluator plain, doubled(twice);
+  EXPECT_NE(doubled.name().find("learned correction"), std::string::npos) << doubled.name();
+  auto a = plain.evaluate(task, first);
+  auto b = doubled.evaluate(task, first);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_NEAR(*b->result.t_candidate, 2 * *a->result.t_candidate, 1e-12);
+  EXPECT_NEAR(*b->result.t_eager, 2 * *a->result.t_eager, 1e-12);
+  EXPECT_NEAR(*b->result.t_compile, 2 * *a->result.t_compile, 1e-12);
+  EXPECT_EQ(a->reward, b->reward);  // a common factor changes no ratio
+  EXPECT_TRUE(b->result.predicted);
+  // A feature-dependent correction gives each schedule its own factor, so ratios can change.
+  costmodel::Correction by_feature = twice;
+  by_feature.bias = 0;
+  by_feature.weights[0] = 0.5;
+  CostModelEvaluator shaped(by_feature);
+  auto c = shaped.evaluate(task, first);
+  ASSERT_TRUE(c.is_ok());
+  const costmodel::ProgramCost cost = costmodel::program_cost(task.graph, first);
+  const double expect =
+      by_feature.corrected_seconds(cost.seconds, costmodel::candidate_features(task.graph, first, cost));
+  EXPECT_DOUBLE_EQ(*c->result.t_candidate, expect);
 }
 
 TEST(AgentCostModelEvaluator, MilestoneFormulaAtFivePercent) {
