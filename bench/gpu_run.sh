@@ -105,7 +105,7 @@ for part in "$@"; do
       dirs=(); for l in ${EXPLORE_LEVELS:-level2 level1}; do dirs+=(".gpu/kb/$l"); done
       resume=()
       if [ -n "${EXPLORE_FROM:-}" ]; then cp "$EXPLORE_FROM" "$OUT/explore.jsonl" && resume=(--resume); fi
-      timeout $((${EXPLORE_LIMIT:-400} + 120)) .gpu/kforge explore "${dirs[@]}" --device cuda --no-compile \
+      timeout $((${EXPLORE_LIMIT:-400} + 120)) .gpu/kforge explore "${dirs[@]}" --device cuda --no-compile --eager-once \
         --max-states "${EXPLORE_MAX_STATES:-20}" --trials 10 --time-limit "${EXPLORE_LIMIT:-400}" \
         --out /tmp/explore-candidates --record "$OUT/explore.jsonl" --db "$OUT/measurements.sqlite" --json "$OUT/explore.json" "${resume[@]}" ${EXPLORE_EXTRA:-} \
         > "$OUT/explore.txt" 2> "$OUT/explore.log"

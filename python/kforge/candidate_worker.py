@@ -17,8 +17,8 @@ and sys.stdout point at stderr, so what a candidate prints never passes for an a
   their storage's handle; they stay alive here until the next command); otherwise, or when that
   fails, each is written raw to DIR/out_<i>.bin ("file"). {"cmd": "write_files"} writes the last
   run's outputs as files after all (the harness could not map them).
-- {"cmd": "precompile"}, {"cmd": "profile", "trials", "compile"}: as the harness did in one process before
-  ("compile": false times the candidate and eager only).
+- {"cmd": "precompile"}, {"cmd": "profile", "trials", "compile", "eager"}: as the harness did in one
+  process before ("compile": false leaves torch.compile out, "eager": false eager).
 - {"cmd": "release"}: drops the models and frees what the candidate holds.
 A failure is an answer {"outcome": "runtime_fault" | "resource_exhausted", "message"}; after a
 fault that poisons the CUDA context the process exits (code 3) and the harness starts another.
@@ -93,7 +93,7 @@ class StreamWatch:
         return False
 
 
-def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compile=True):
+def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compile=True, with_eager=True):
     """Times candidate, eager and torch.compile interleaved, L2 flushed before each trial. The
     candidate and eager are timed twice per trial (`*_repeat`): the medians of the same model differ
     only by noise, the band inside which a speed-up means nothing. Then the candidate's host wall
@@ -101,7 +101,7 @@ def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compi
     import torch
     ref, cand = build_models(ref_mod, cand_mod, protocol, device)
     inputs = seeded_inputs(ref_mod, 7, device)
-    variants = {"candidate": cand, "eager": ref}
+    variants = {"candidate": cand, "eager": ref} if with_eager else {"candidate": cand}
     compile_s = None
     if with_compile:
         t0 = time.time()
@@ -124,7 +124,8 @@ def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compi
 
         variants["compile_tf32"] = compiled_tf32
     variants["candidate_repeat"] = cand
-    variants["eager_repeat"] = ref
+    if with_eager:
+        variants["eager_repeat"] = ref
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=device)
     times = {k: [] for k in variants}
     watch = StreamWatch(torch)
@@ -318,7 +319,7 @@ def handle(req, state, exchange):
         return {"precompile_seconds": precompile(state.ref_mod, state.protocol, state.device)}, state
     if cmd == "profile":
         return profile(state.ref_mod, state.cand_mod, state.protocol, state.device, trials=int(req["trials"]),
-                       with_compile=bool(req.get("compile", True))), state
+                       with_compile=bool(req.get("compile", True)), with_eager=bool(req.get("eager", True))), state
     return {"outcome": "runtime_fault", "message": "harness: unknown command %r" % cmd}, state
 
 

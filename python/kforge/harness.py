@@ -347,7 +347,7 @@ def device_name(device):
 
 
 def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, trials=30, do_verify=True,
-             do_precompile=False, do_static_check=True, child=None, with_compile=True):
+             do_precompile=False, do_static_check=True, child=None, with_compile=True, with_eager=True):
     import torch
     result = {"protocol": protocol, "device": device_name(device), "predicted": False,
               "torch": torch.__version__, "problem": problem}
@@ -380,7 +380,7 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
             result.update({"outcome": loaded["outcome"], "message": loaded.get("message", "")})
             return result
         return run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials,
-                             with_compile)
+                             with_compile, with_eager)
     finally:
         if own:
             child.stop()
@@ -389,7 +389,7 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
 
 
 def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials,
-                  with_compile=True):
+                  with_compile=True, with_eager=True):
     """Verification, then (when it passed) the precompile and the timing; fills and returns result."""
     try:
         if do_verify:
@@ -406,7 +406,7 @@ def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precom
         else:
             result["precompile_seconds"] = ans.get("precompile_seconds")
     if result["outcome"] == "ok" and do_profile:
-        ans = child.ask({"cmd": "profile", "trials": trials, "compile": with_compile})
+        ans = child.ask({"cmd": "profile", "trials": trials, "compile": with_compile, "eager": with_eager})
         if "outcome" in ans:
             result["profile_error"] = ans.get("message", "")[:500]
         else:
@@ -417,7 +417,8 @@ def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precom
 
 def serve():
     """JSON lines over stdin/stdout: one request {"problem", "candidate", "protocol", "profile",
-    "trials", "compile" (default true: torch.compile timed too)} per line, one result per line. The candidate's process is started with the first
+    "trials", "compile", "eager" (both default true: torch.compile and eager timed too)} per line, one
+    result per line. The candidate's process is started with the first
     request and again after it died; this process never runs candidate code."""
     import gc
     # Answers go out on a private copy of stdout; fd 1 and sys.stdout then point at stderr, so that
@@ -440,7 +441,7 @@ def serve():
                            do_profile=bool(req.get("profile")), trials=int(req.get("trials", 30)),
                            do_verify=bool(req.get("verify", True)), do_precompile=bool(req.get("precompile")),
                            do_static_check=bool(req.get("static_check", True)), child=child,
-                           with_compile=bool(req.get("compile", True)))
+                           with_compile=bool(req.get("compile", True)), with_eager=bool(req.get("eager", True)))
         except Exception as e:
             res = {"outcome": "runtime_fault", "message": "harness: %s: %s" % (type(e).__name__, e)}
         res["id"] = req.get("id") if isinstance(req, dict) else None

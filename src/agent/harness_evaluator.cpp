@@ -190,7 +190,16 @@ StatusOr<Evaluation> HarnessEvaluator::evaluate(const Task& task, const schedule
     sandbox::EvalRequest request =
         sandbox::candidate_request(task.source, dir, task.protocol, /*profile=*/true, options_.trials);
     request.compile_baseline = options_.compile_baseline;
+    const std::string task_key = task.name + "|" + task.protocol;
+    auto known = options_.eager_once ? eager_.find(task_key) : eager_.end();
+    request.eager_baseline = known == eager_.end();
     KF_ASSIGN_OR_RETURN(e.result, worker_.evaluate(request));
+    if (options_.eager_once && known == eager_.end() && e.result.t_eager) {
+      eager_[task_key] = {e.result.t_eager, e.result.t_eager_repeat};
+    } else if (known != eager_.end() && e.result.t_candidate) {
+      e.result.t_eager = known->second.t;
+      e.result.t_eager_repeat = known->second.repeat;
+    }
     KF_RETURN_IF_ERROR(record(task, s, e.result));
   }
   e.reward = sandbox::milestone_reward(e.result);

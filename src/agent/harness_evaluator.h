@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,10 +19,13 @@
 namespace kforge::agent {
 
 struct HarnessEvaluatorOptions {
-  std::filesystem::path work_dir;          // candidates are built in work_dir/<task>/<schedule hash>/
-  int trials = 30;                         // timed trials per variant (candidate, eager, torch.compile)
-  int jobs = 0;                            // nvcc jobs per build (0: every core)
-  bool compile_baseline = true;            // time torch.compile too (false: candidate and eager only)
+  std::filesystem::path work_dir;  // candidates are built in work_dir/<task>/<schedule hash>/
+  int trials = 30;                 // timed trials per variant (candidate, eager, torch.compile)
+  int jobs = 0;                    // nvcc jobs per build (0: every core)
+  bool compile_baseline = true;    // time torch.compile too (false: candidate and eager only)
+  // Time eager once per task (with its first correct candidate) and give every later candidate of the
+  // task those times: eager is the task's reference, the same model each time.
+  bool eager_once = false;
   costmodel::MeasurementDb* db = nullptr;  // when set, every measured correct candidate is recorded here
   std::string commit;                      // recorded with the measurements (empty: "unknown")
   sandbox::HarnessOptions harness;         // the worker's python and isolation (defaults: as kforge evaluate)
@@ -72,6 +76,10 @@ class HarnessEvaluator : public Evaluator {
   sandbox::HarnessWorker worker_;
   std::map<std::string, Build> builds_;         // by candidate directory
   std::map<std::string, std::string> sources_;  // problem file -> its text
+  struct EagerTimes {
+    std::optional<double> t, repeat;
+  };
+  std::map<std::string, EagerTimes> eager_;  // by task name and protocol (eager_once)
   int build_count_ = 0;
   int requests_ = 0;
 };

@@ -56,6 +56,9 @@ CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
   cmd->add_flag("--no-compile", a.no_compile,
                 "on the GPU, time the candidate and eager only: torch.compile is compiled again for every state "
                 "(seconds each), and the speed-up the policies are compared by is over eager");
+  cmd->add_flag("--eager-once", a.eager_once,
+                "on the GPU, time eager once per problem (with its first correct state) and give the problem's "
+                "other states those times: eager is the same reference model every time");
   cmd->add_flag("--resume", a.resume, "append to an existing log and skip the problems it has finished");
   cmd->add_flag("--force", a.force, "discard an existing log and start again");
   return cmd;
@@ -210,7 +213,8 @@ int run_explore(const ExploreArgs& a) {
   if (a.force) fs::remove(record, ec);
 
   const fs::path work = a.out.empty() ? fs::path(a.record + ".candidates") : fs::path(a.out);
-  agent::HarnessEvaluatorOptions gpu{.work_dir = work, .trials = a.trials, .compile_baseline = !a.no_compile};
+  agent::HarnessEvaluatorOptions gpu{
+      .work_dir = work, .trials = a.trials, .compile_baseline = !a.no_compile, .eager_once = a.eager_once};
   std::unique_ptr<costmodel::MeasurementDb> db;
   if (!a.db.empty()) {
     auto opened = costmodel::MeasurementDb::open(a.db);

@@ -27,6 +27,7 @@ struct ExploreArgs {
   std::string db;           // also record every measured candidate in this measurement database
   std::string json_out;     // the per-task summary as JSON
   bool no_compile = false;  // time the candidate and eager only (torch.compile costs seconds per state)
+  bool eager_once = false;  // time eager once per problem and reuse it for the problem's other states
   bool resume = false;      // keep the log; skip the tasks it has finished
   bool force = false;       // start the log again
 };

@@ -127,6 +127,7 @@ StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
               {"verify", request.verify},
               {"profile", request.profile},
               {"compile", request.compile_baseline},
+              {"eager", request.eager_baseline},
               {"precompile", request.precompile},
               {"static_check", request.static_check},
               {"trials", request.trials}};

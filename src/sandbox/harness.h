@@ -23,6 +23,7 @@ struct EvalRequest {
   bool verify = true;
   bool profile = false;          // time candidate, eager and torch.compile (after verifying, if verify)
   bool compile_baseline = true;  // with profile: torch.compile timed too (false: candidate and eager only)
+  bool eager_baseline = true;    // with profile: eager timed too (false: its times come back empty)
   bool precompile = false;       // after a correct verify: compile the reference once to warm inductor's cache
   bool static_check = true;      // refuse (forbidden) a candidate whose source breaks a rule, before it runs
   int trials = 30;

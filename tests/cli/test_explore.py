@@ -119,7 +119,9 @@ for line in sys.stdin:
     ans = {"outcome": "ok", "device": "Stand-in GPU", "torch": "9.9", "max_abs_err": 0.0, "max_rel_err": 0.0}
     if req["profile"]:
         t = 0.001 * (1 + (zlib.crc32(req["candidate"].encode()) % 1000) / 1000)
-        ans.update(t_candidate=t, t_eager=0.002, samples=req["trials"])
+        ans.update(t_candidate=t, samples=req["trials"])
+        if req.get("eager", True):
+            ans.update(t_eager=0.002, t_eager_repeat=0.00201)
     print(json.dumps(ans), flush=True)
 '''
 
@@ -138,8 +140,8 @@ def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "left out, more than 3 states" in r.stderr and "99_Matmul_GELU_Softmax" in r.stderr
     assert [x["task_done"] for x in records(log) if "task_done" in x] == ["19_ReLU"]
-    r = subprocess.run([KFORGE, "explore", GEMM, "--device", "cuda", "--no-compile", "--record", str(log),
-                        "--resume", "--out", str(tmp_path / "cands")],
+    r = subprocess.run([KFORGE, "explore", GEMM, "--device", "cuda", "--no-compile", "--eager-once", "--record",
+                        str(log), "--resume", "--out", str(tmp_path / "cands")],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "built the 4 states of problems 1-1" in r.stderr
@@ -148,6 +150,9 @@ def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
     reqs = records(tmp_path / "requests.jsonl")
     assert len(reqs) == 5 and all(q["compile"] is False and q["profile"] for q in reqs)
     assert len({q["candidate"] for q in reqs}) == 5  # each state built and measured once
+    # --eager-once: eager timed with the GEMM's first state only, its times given to the other three.
+    assert [q["eager"] for q in reqs[1:]] == [True, False, False, False]
+    assert all(e["result"]["t_eager"] == 0.002 and e["result"]["t_eager_repeat"] == 0.00201 for e in evals)
 
     if not built_with_torch():
         return
