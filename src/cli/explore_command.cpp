@@ -42,10 +42,13 @@ CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
       ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
   cmd->add_option("--only", a.only, "comma-separated problem names (file stems)");
   cmd->add_option("--out", a.out, "where the candidates are built (default: the log's name + .candidates)");
-  cmd->add_option("--max-states", a.max_states, "states per problem at most; a problem with more is marked capped")
+  cmd->add_option("--max-states", a.max_states,
+                  "states per problem at most: on the GPU a problem with more is left out; on the cost model its "
+                  "search stops there and its summary says capped")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--trials", a.trials, "timed trials per variant on the GPU")->check(CLI::PositiveNumber);
-  cmd->add_option("--jobs", a.jobs, "parallel builds before measuring (default: every core)")
+  cmd->add_option("--jobs", a.jobs,
+                  "parallel nvcc builds on the GPU machine (default: every core; two fewer while measuring)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--time-limit", a.time_limit,
                   "seconds; nothing new is measured after this; a problem stopped midway continues with --resume "
@@ -59,7 +62,9 @@ CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
   cmd->add_flag("--eager-once", a.eager_once,
                 "on the GPU, time eager once per problem (with its first correct state) and give the problem's "
                 "other states those times: eager is the same reference model every time");
-  cmd->add_flag("--resume", a.resume, "append to an existing log and skip the problems it has finished");
+  cmd->add_flag("--resume", a.resume,
+                "append to an existing log: skip the problems it has finished, and answer the states it holds from "
+                "it (a problem stopped midway is not measured again)");
   cmd->add_flag("--force", a.force, "discard an existing log and start again");
   return cmd;
 }
@@ -67,8 +72,8 @@ CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
 namespace {
 
 // Remembers every schedule it is asked about (the states exhaustive search visits), then answers with
-// the evaluator it wraps.
-// The environment evaluates its own copy of the task: `seen` points at the caller's (by name).
+// the evaluator it wraps. The environment evaluates its own copy of a task, so `seen` points at the
+// caller's (found by name).
 class CollectingEvaluator : public agent::Evaluator {
  public:
   CollectingEvaluator(std::shared_ptr<agent::Evaluator> inner, const std::vector<const agent::Task*>& tasks)
