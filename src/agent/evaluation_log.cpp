@@ -15,15 +15,28 @@ namespace kforge::agent {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The key of a record: its task, protocol and state hash.
+std::string record_key(const std::string& task, const std::string& protocol, const std::string& state) {
+  return task + "|" + protocol + "|" + state;
+}
+
+std::string state_hash(const Task& task, const schedule::Schedule& s) {
+  return content_hash(schedule_state_key(task.graph, s)).substr(0, 24);
+}
+
+}  // namespace
+
 std::string evaluation_key(const Task& task, const schedule::Schedule& s) {
-  return task.name + "|" + task.protocol + "|" + content_hash(schedule_state_key(task.graph, s)).substr(0, 24);
+  return record_key(task.name, task.protocol, state_hash(task, s));
 }
 
 OrderedJson evaluation_record(const Task& task, const schedule::Schedule& s, const Evaluation& e) {
   OrderedJson j;
   j["task"] = task.name;
   j["protocol"] = task.protocol;
-  j["state"] = content_hash(schedule_state_key(task.graph, s)).substr(0, 24);
+  j["state"] = state_hash(task, s);
   j["schedule"] = schedule::schedule_to_json(task.graph, s);
   j["result"] = sandbox::result_to_json(e.result);
   j["reward"] = e.reward ? OrderedJson(*e.reward) : OrderedJson(nullptr);
@@ -105,8 +118,8 @@ StatusOr<EvaluationLog> read_evaluation_logs(const std::vector<std::string>& pat
           log.tasks_done.push_back(j);
           continue;
         }
-        const std::string key = j.at("task").get<std::string>() + "|" + j.at("protocol").get<std::string>() + "|" +
-                                j.at("state").get<std::string>();
+        const std::string key = record_key(j.at("task").get<std::string>(), j.at("protocol").get<std::string>(),
+                                           j.at("state").get<std::string>());
         auto e = evaluation_from_record(j);
         if (!e.is_ok()) return invalid_argument(where + ": " + e.status().message());
         all_measured = all_measured && !e->result.predicted;

@@ -334,10 +334,10 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
           "compared on");
     }
     KF_ASSIGN_OR_RETURN(agent::EvaluationLog log, agent::read_evaluation_logs(o.replay));
-    std::set<std::string> complete, capped;
+    std::set<std::string> complete;  // a capped search is not exhaustive: its task is left out
     for (const auto& d : log.tasks_done) {
-      if (d.value("protocol", "") != o.protocol) continue;
-      (d.value("capped", false) ? capped : complete).insert(d["task_done"].get<std::string>());
+      if (d.value("protocol", "") == o.protocol && !d.value("capped", false))
+        complete.insert(d["task_done"].get<std::string>());
     }
     std::vector<agent::Task> kept;
     OrderedJson left_out = OrderedJson::array();
@@ -357,6 +357,7 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
                  " eval tasks explored completely in the logs; " + std::to_string(left_out.size()) + " left out");
     }
     eval_tasks = std::move(kept);
+    replay_report["devices"] = log.devices;
     std::string source;
     for (const auto& p : o.replay) source += (source.empty() ? "" : ", ") + p;
     comparison_evaluator = std::make_shared<agent::ReplayEvaluator>(std::move(log), source);
