@@ -32,19 +32,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::set<std::string> split_list(const std::string& s) {
-  std::set<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    std::string item = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!item.empty()) out.insert(item);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
 // Problems sort by their leading number where they have one ("2_..." before "10_...").
 bool problem_less(const BenchProblem& a, const BenchProblem& b) {
   if (a.level != b.level) return a.level < b.level;

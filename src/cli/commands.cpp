@@ -19,6 +19,19 @@ namespace kforge::cli {
 
 namespace fs = std::filesystem;
 
+std::set<std::string> split_list(const std::string& s) {
+  std::set<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    std::string item = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!item.empty()) out.insert(item);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 int report_error(const Status& s, const char* command) {
   std::fprintf(stderr, "kforge %s: error: %s\n", command, s.message().c_str());
   switch (s.code()) {

@@ -1,6 +1,7 @@
 // The kforge subcommands. Each returns a process exit code (see ExitCode).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ enum ExitCode {
 // Prints "kforge COMMAND: error: ..." and returns the exit code of the Status's kind: bad input 2,
 // a missing or failing tool 3, anything else (a bug) 4.
 int report_error(const Status& s, const char* command);
+
+// "a,b,,c" -> {a, b, c}: the comma-separated lists of --only and --levels.
+std::set<std::string> split_list(const std::string& s);
 
 struct CommonOptions {
   std::string protocol = "cuda-agent";

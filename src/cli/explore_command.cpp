@@ -11,7 +11,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "agent/evaluation_log.h"
@@ -125,16 +124,6 @@ class ResumingEvaluator : public agent::Evaluator {
   bool expired_ = false;
 };
 
-std::set<std::string> split_names(const std::string& list) {
-  std::set<std::string> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.insert(item);
-  }
-  return out;
-}
-
 std::string stem_of(const std::string& task_name) {
   auto slash = task_name.rfind('/');
   return slash == std::string::npos ? task_name : task_name.substr(slash + 1);
@@ -195,7 +184,7 @@ int run_explore(const ExploreArgs& a) {
   auto loaded = agent::load_tasks(a.tasks, lo);
   if (!loaded.is_ok()) return fail(loaded.status());
   for (const auto& s : loaded->skipped) std::fprintf(stderr, "kforge explore: skipped %s\n", s.c_str());
-  const std::set<std::string> only = split_names(a.only);
+  const std::set<std::string> only = split_list(a.only);
   std::vector<agent::Task> tasks;
   for (auto& t : loaded->tasks) {
     if (t.source.empty()) continue;

@@ -1,8 +1,6 @@
 // loss_prologue: legality and the merge of a pointwise chain into the loss that reads it.
 #include "skills/loss_prologue.h"
 
-#include <algorithm>
-
 namespace kforge::skills {
 
 namespace {
@@ -21,9 +19,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
 }  // namespace
 
 bool is_loss_prologue(const ir::Graph& g, const schedule::Kernel& k) {
-  return is_elementwise_loss_kernel(g, k) && k.nodes.size() > 1 &&
-         std::all_of(k.nodes.begin(), k.nodes.end() - 1,
-                     [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
+  return is_elementwise_loss_kernel(g, k) && has_pointwise_prologue(g, k);
 }
 
 std::vector<Site> loss_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {

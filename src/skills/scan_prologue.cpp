@@ -1,8 +1,6 @@
 // scan_prologue: legality and the merge of a pointwise chain into the scan that reads it.
 #include "skills/scan_prologue.h"
 
-#include <algorithm>
-
 namespace kforge::skills {
 
 namespace {
@@ -19,9 +17,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
 }  // namespace
 
 bool is_scan_prologue(const ir::Graph& g, const schedule::Kernel& k) {
-  return is_scan_kernel(g, k) && k.nodes.size() > 1 && std::all_of(k.nodes.begin(), k.nodes.end() - 1, [&](int n) {
-           return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]);
-         });
+  return is_scan_kernel(g, k) && has_pointwise_prologue(g, k);
 }
 
 std::vector<Site> scan_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {

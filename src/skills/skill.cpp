@@ -162,6 +162,11 @@ bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node) {
   return !users.empty() && std::all_of(users.begin(), users.end(), [&](int u) { return u == node; });
 }
 
+bool has_pointwise_prologue(const ir::Graph& g, const schedule::Kernel& k) {
+  return k.nodes.size() > 1 && std::all_of(k.nodes.begin(), k.nodes.end() - 1,
+                                           [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
+}
+
 std::string prologue_illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer,
                              bool (*consumer_ok)(const ir::Graph&, const schedule::Kernel&),
                              const char* consumer_kind) {

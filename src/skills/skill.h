@@ -60,6 +60,10 @@ int kernel_of(const schedule::Schedule& s, int node);
 // once `node` computes it in the same kernel).
 bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node);
 
+// Whether `k` has more than one node and every node but its last is pointwise: the shape of a kernel a
+// prologue skill made (the caller checks the last node's kind).
+bool has_pointwise_prologue(const ir::Graph& g, const schedule::Kernel& k);
+
 // Why the pointwise chain kernel `producer` cannot become the prologue of the one-node kernel
 // `consumer` ("" when it can): `consumer_ok` says whether the consumer is of the skill's kind
 // (`consumer_kind` describes it); the consumer's node reads the chain's result as its input 0; nothing
