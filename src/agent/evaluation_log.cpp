@@ -17,9 +17,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The key of a record: its task, protocol and state hash.
-std::string record_key(const std::string& task, const std::string& protocol, const std::string& state) {
-  return task + "|" + protocol + "|" + state;
+// The key of a record: its task, protocol and program (schedule::program_hash): the states that build
+// the same program share one evaluation.
+std::string record_key(const std::string& task, const std::string& protocol, const std::string& program) {
+  return task + "|" + protocol + "|" + program;
 }
 
 std::string state_hash(const Task& task, const schedule::Schedule& s) {
@@ -29,7 +30,7 @@ std::string state_hash(const Task& task, const schedule::Schedule& s) {
 }  // namespace
 
 std::string evaluation_key(const Task& task, const schedule::Schedule& s) {
-  return record_key(task.name, task.protocol, state_hash(task, s));
+  return record_key(task.name, task.protocol, schedule::program_hash(task.graph, s));
 }
 
 OrderedJson evaluation_record(const Task& task, const schedule::Schedule& s, const Evaluation& e) {
@@ -37,6 +38,7 @@ OrderedJson evaluation_record(const Task& task, const schedule::Schedule& s, con
   j["task"] = task.name;
   j["protocol"] = task.protocol;
   j["state"] = state_hash(task, s);
+  j["program"] = schedule::program_hash(task.graph, s);
   j["schedule"] = schedule::schedule_to_json(task.graph, s);
   j["result"] = sandbox::result_to_json(e.result);
   j["reward"] = e.reward ? OrderedJson(*e.reward) : OrderedJson(nullptr);
@@ -77,6 +79,7 @@ StatusOr<Evaluation> RecordingEvaluator::evaluate(const Task& task, const schedu
 }
 
 StatusOr<Evaluation> CachedEvaluator::evaluate(const Task& task, const schedule::Schedule& s) {
+  states_.insert(state_hash(task, s));
   const std::string key = evaluation_key(task, s);
   auto it = seen_.find(key);
   if (it != seen_.end()) return it->second;
@@ -118,8 +121,10 @@ StatusOr<EvaluationLog> read_evaluation_logs(const std::vector<std::string>& pat
           log.tasks_done.push_back(j);
           continue;
         }
+        // Keyed by the program its schedule builds (computed, not read: logs before the "program"
+        // field have the schedule too).
         const std::string key = record_key(j.at("task").get<std::string>(), j.at("protocol").get<std::string>(),
-                                           j.at("state").get<std::string>());
+                                           schedule::program_hash_of_json(j.at("schedule")));
         auto e = evaluation_from_record(j);
         if (!e.is_ok()) return invalid_argument(where + ": " + e.status().message());
         all_measured = all_measured && !e->result.predicted;

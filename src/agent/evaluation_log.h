@@ -2,14 +2,17 @@
 // each, so that policies can be compared later, on any machine, against what the GPU measured.
 //
 //   RecordingEvaluator  wraps an evaluator (the GPU harness, or the cost model) and appends each of its
-//                       evaluations to a file: {"task", "protocol", "state", "schedule", "result", "reward"}
+//                       evaluations to a file: {"task", "protocol", "state", "program", "schedule",
+//                       "result", "reward"}
 //   ReplayEvaluator     answers from such files: the recorded result of the same task, protocol and
-//                       state (agent::schedule_state_key), and an error for a state never recorded
+//                       program (schedule::program_hash: the states that build the same kernels share
+//                       it), and an error for a program never recorded
 //
 // `kforge explore` fills a file with every state exhaustive search reaches; `kforge train --eval-tasks
 // ... --replay FILE` then compares the policies on it. A policy's evaluations in replay are the GPU
 // evaluations it would have spent live; the times are one measurement per state, the same for every
-// policy (live, each would see its own timing noise).
+// policy (live, each would see its own timing noise). A program is measured once, whichever state
+// builds it: explore records one line per program, and every policy is charged its distinct programs.
 #pragma once
 
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,7 +30,7 @@
 
 namespace kforge::agent {
 
-// The record's key: the task, its protocol and the hash of its state key.
+// The record's key: the task, its protocol and the program its schedule builds.
 std::string evaluation_key(const Task& task, const schedule::Schedule& s);
 
 // One line of a log (no newline).
@@ -55,9 +59,10 @@ class RecordingEvaluator : public Evaluator {
   std::mutex mutex_;
 };
 
-// Answers a state it has evaluated before from memory, so that a state costs one evaluation however
-// often a policy (or exhaustive search's replay of its best path) comes back to it. One per episode:
-// forwarded() is then the episode's GPU evaluations, counted the same way for every policy.
+// Answers a program it has evaluated before from memory, so that a program costs one evaluation however
+// often a policy (or exhaustive search's replay of its best path) comes back to it, and whichever state
+// (skills applied) builds it. One per episode: forwarded() is then the episode's GPU evaluations,
+// counted the same way for every policy; states() the distinct states it was asked about.
 class CachedEvaluator : public Evaluator {
  public:
   explicit CachedEvaluator(std::shared_ptr<Evaluator> inner) : inner_(std::move(inner)) {}
@@ -65,10 +70,12 @@ class CachedEvaluator : public Evaluator {
   bool measured() const override { return inner_->measured(); }
   StatusOr<Evaluation> evaluate(const Task& task, const schedule::Schedule& s) override;
   int forwarded() const { return static_cast<int>(seen_.size()); }
+  int states() const { return static_cast<int>(states_.size()); }
 
  private:
   std::shared_ptr<Evaluator> inner_;
   std::map<std::string, Evaluation> seen_;  // by evaluation_key
+  std::set<std::string> states_;            // state hashes asked about
 };
 
 struct EvaluationLog {

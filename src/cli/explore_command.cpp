@@ -70,7 +70,7 @@ CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
 
 namespace {
 
-// Remembers every schedule it is asked about (the states exhaustive search visits), then answers with
+// Remembers every schedule it is asked about (the programs exhaustive search evaluates), then answers with
 // the evaluator it wraps. The environment evaluates its own copy of a task, so `seen` points at the
 // caller's (found by name).
 class CollectingEvaluator : public agent::Evaluator {
@@ -137,7 +137,8 @@ std::string ms(const std::optional<double>& s) {
 StatusOr<OrderedJson> explore_task(const agent::Task& task, std::shared_ptr<agent::Evaluator> evaluator,
                                    int max_states) {
   auto t0 = std::chrono::steady_clock::now();
-  // Each state once: exhaustive search's replay of its best path finds them in the cache.
+  // Each program once: exhaustive search's replay of its best path, and a state that builds a program
+  // measured before, find it in the cache.
   auto cached = std::make_shared<agent::CachedEvaluator>(std::move(evaluator));
   agent::Environment env(cached, {.max_turns = max_states + 1});
   auto policy = agent::make_exhaustive_policy(max_states);
@@ -145,7 +146,8 @@ StatusOr<OrderedJson> explore_task(const agent::Task& task, std::shared_ptr<agen
   OrderedJson j;
   j["task_done"] = task.name;
   j["protocol"] = task.protocol;
-  j["states"] = cached->forwarded();
+  j["states"] = cached->states();
+  j["programs"] = cached->forwarded();
   j["capped"] = ep.policy != "exhaustive";
   j["reward"] = ep.reward;
   const auto& best = env.observation().best;
@@ -292,7 +294,7 @@ int run_explore(const ExploreArgs& a) {
   std::unique_ptr<PendingBuild> pending;
 
   OrderedJson summary = OrderedJson::array();
-  Table table({"problem", "states", "correct best", "eager", "torch.compile", "best/compile", "seconds"});
+  Table table({"problem", "states", "programs", "correct best", "eager", "torch.compile", "best/compile", "seconds"});
   int left = 0;
   for (size_t i = 0; i < todo.size(); ++i) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -307,7 +309,7 @@ int run_explore(const ExploreArgs& a) {
       if (!built.is_ok()) return fail(built);
       auto now = std::chrono::steady_clock::now();
       std::fprintf(stderr,
-                   "kforge explore: built the %zu states of problems %zu-%zu on %d cores in %.0f s (measuring "
+                   "kforge explore: built the %zu programs of problems %zu-%zu on %d cores in %.0f s (measuring "
                    "waited %.0f s for them)\n",
                    pending->states.size(), i + 1, pending->last, pending->threads,
                    std::chrono::duration<double>(now - pending->started).count(),
@@ -333,11 +335,13 @@ int run_explore(const ExploreArgs& a) {
     };
     const auto best = num("t_best"), eager = num("t_eager"), compile = num("t_compile");
     std::string ratio = best && compile ? fixed(*compile / *best, 2) + "x" : "-";
-    std::fprintf(stderr, "[%zu/%zu] %s: %d states%s, best %s (eager %s, compile %s), %.1f s\n", i + 1, todo.size(),
-                 todo[i]->name.c_str(), j["states"].get<int>(), j["capped"].get<bool>() ? " (capped)" : "",
-                 ms(best).c_str(), ms(eager).c_str(), ms(compile).c_str(), j["seconds"].get<double>());
+    std::fprintf(stderr, "[%zu/%zu] %s: %d states%s, %d programs, best %s (eager %s, compile %s), %.1f s\n", i + 1,
+                 todo.size(), todo[i]->name.c_str(), j["states"].get<int>(), j["capped"].get<bool>() ? " (capped)" : "",
+                 j["programs"].get<int>(), ms(best).c_str(), ms(eager).c_str(), ms(compile).c_str(),
+                 j["seconds"].get<double>());
     table.add_row({todo[i]->name, std::to_string(j["states"].get<int>()) + (j["capped"].get<bool>() ? " (capped)" : ""),
-                   ms(best), ms(eager), ms(compile), ratio, fixed(j["seconds"].get<double>(), 1)});
+                   std::to_string(j["programs"].get<int>()), ms(best), ms(eager), ms(compile), ratio,
+                   fixed(j["seconds"].get<double>(), 1)});
     summary.push_back(j);
   }
   std::cout << table.render();

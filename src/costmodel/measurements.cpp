@@ -168,7 +168,7 @@ std::vector<double> candidate_features(const ir::Graph& g, const schedule::Sched
 }
 
 std::string schedule_hash(const ir::Graph& g, const schedule::Schedule& s) {
-  return content_hash(schedule::schedule_to_json(g, s).dump()).substr(0, 16);
+  return schedule::program_hash(g, s).substr(0, 16);
 }
 
 StatusOr<std::unique_ptr<MeasurementDb>> MeasurementDb::open(const std::string& path) {

@@ -47,6 +47,14 @@ struct Schedule {
 Status check_schedule(const ir::Graph& g, const Schedule& s);
 
 OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s);
+
+// What identifies the program a schedule builds: the hash of its JSON without `applied` (the skills
+// that led there, kept for people, never read by code generation), keys sorted. Two states reached by
+// different skills with the same kernels build the same program and are measured once (the agent's
+// evaluation caches and logs, the measurement database). program_hash_of_json takes a schedule's JSON
+// as written (a recorded one included) and gives what program_hash gives for that schedule.
+std::string program_hash(const ir::Graph& g, const Schedule& s);
+std::string program_hash_of_json(Json schedule_json);
 StatusOr<Schedule> schedule_from_json(const ir::Graph& g, const Json& j, const std::string& what);
 
 }  // namespace kforge::schedule

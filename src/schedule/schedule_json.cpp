@@ -1,4 +1,5 @@
 // Schedule <-> JSON (`kforge.schedule/1`), so plans can be saved, inspected and replayed.
+#include "base/files.h"
 #include "schedule/schedule.h"
 
 namespace kforge::schedule {
@@ -26,6 +27,15 @@ OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s) {
     j["kernels"].push_back(jk);
   }
   return j;
+}
+
+std::string program_hash_of_json(Json schedule_json) {
+  if (schedule_json.is_object()) schedule_json.erase("applied");
+  return content_hash(schedule_json.dump()).substr(0, 24);
+}
+
+std::string program_hash(const ir::Graph& g, const Schedule& s) {
+  return program_hash_of_json(Json::parse(schedule_to_json(g, s).dump()));
 }
 
 namespace {

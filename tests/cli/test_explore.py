@@ -44,13 +44,14 @@ def test_explore_records_every_state_then_resumes_and_refuses_to_overwrite(tmp_p
     done = [x for x in lines if "task_done" in x]
     evals = [x for x in lines if "task_done" not in x]
     assert sorted(d["task_done"] for d in done) == ["19_ReLU", "99_Matmul_GELU_Softmax"]
-    # One line per state: a task's states are distinct, and their count is the task's summary.
+    # One line per program (states that build the same kernels share one): a task's programs are
+    # distinct, their count is the task's summary, and no more than its states.
     for d in done:
         mine = [e for e in evals if e["task"] == d["task_done"]]
-        assert len(mine) == d["states"] == len({e["state"] for e in mine})
+        assert len(mine) == d["programs"] == len({e["program"] for e in mine}) <= d["states"]
         assert not d["capped"] and d["predicted"]
         assert all(e["result"]["predicted"] and e["protocol"] == "cuda-agent" for e in mine)
-    assert max(d["states"] for d in done) > 1  # the GEMM has choices
+    assert max(d["programs"] for d in done) > 1  # the GEMM has choices
     assert "99_Matmul_GELU_Softmax" in r.stdout and "recorded 2 problems" in r.stdout
     assert json.load(open(summary))["problems"][0]["task_done"] == done[0]["task_done"]
 
@@ -84,7 +85,7 @@ def test_explore_bad_input(tmp_path):
 def test_train_compares_the_policies_on_the_recorded_states(tmp_path):
     log = tmp_path / "log.jsonl"
     assert explore(log).returncode == 0
-    states = sum(d["states"] for d in records(log) if "task_done" in d)
+    programs = sum(d["programs"] for d in records(log) if "task_done" in d)
     report = tmp_path / "report.json"
     # SWISH was not explored: it is left out of the comparison, and said so.
     r = kforge("train", "--preset", "ci", "--out", str(tmp_path / "run"), "--eval-tasks", RELU, GEMM, SWISH,
@@ -93,8 +94,8 @@ def test_train_compares_the_policies_on_the_recorded_states(tmp_path):
     rep = json.load(open(report))
     assert rep["replay"]["tasks"] == 2 and rep["replay"]["left_out"] == ["25_Swish"]
     assert rep["eval_tasks"] == 2
-    # Exhaustive search in replay evaluates exactly the recorded states, each once.
-    assert rep["exhaustive"]["evaluations"] == states
+    # Exhaustive search in replay evaluates exactly the recorded programs, each once.
+    assert rep["exhaustive"]["evaluations"] == programs
     assert rep["predicted"]  # the log holds predictions, and the report does not pretend otherwise
     assert "replayed predictions" in rep["replay"]["evaluator"]
     assert "compared on: replayed predictions" in r.stdout
@@ -144,12 +145,12 @@ def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
                         str(log), "--resume", "--out", str(tmp_path / "cands")],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
-    assert "built the 4 states of problems 1-1" in r.stderr
+    assert "built the 4 programs of problems 1-1" in r.stderr
     evals = [x for x in records(log) if "task_done" not in x]
     assert len(evals) == 5 and all(not e["result"]["predicted"] for e in evals)
     reqs = records(tmp_path / "requests.jsonl")
     assert len(reqs) == 5 and all(q["compile"] is False and q["profile"] for q in reqs)
-    assert len({q["candidate"] for q in reqs}) == 5  # each state built and measured once
+    assert len({q["candidate"] for q in reqs}) == 5  # each program built and measured once
     # --eager-once: eager timed with the GEMM's first state only, its times given to the other three.
     assert [q["eager"] for q in reqs[1:]] == [True, False, False, False]
     assert all(e["result"]["t_eager"] == 0.002 and e["result"]["t_eager_repeat"] == 0.00201 for e in evals)

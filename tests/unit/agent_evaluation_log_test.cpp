@@ -1,5 +1,6 @@
 // Recorded evaluations and their replay (agent/evaluation_log.h): what exhaustive search records is
-// what every policy finds again in replay; a state never recorded is an error, not a guess.
+// what every policy finds again in replay; a program never recorded is an error, not a guess; the
+// states that build one program share its evaluation.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -118,6 +119,52 @@ TEST(EvaluationLog, AStateNeverRecordedIsAnErrorThatSaysWhatToRun) {
   Task strict = task;
   strict.protocol = "kernelbench";
   EXPECT_FALSE(replay.evaluate(strict, first).is_ok());
+}
+
+TEST(EvaluationLog, StatesThatBuildTheSameProgramShareOneEvaluation) {
+  const fs::path dir = kforge::testing::temp_dir("evaluation-log-program");
+  const Task task = testing::task_from(testing::kChainGraph);
+  const schedule::Schedule first =
+      schedule::plan_one_kernel_per_op(task.graph, {.precision = "fp32", .tolerance = 1e-2});
+  schedule::Schedule same_kernels = first;  // another way there: only the skills applied differ
+  same_kernels.applied = {"tune_block"};
+  schedule::Schedule other = first;
+  other.kernels.front().knobs["block"] = 128;
+  EXPECT_EQ(schedule::program_hash(task.graph, first), schedule::program_hash(task.graph, same_kernels));
+  EXPECT_NE(schedule::program_hash(task.graph, first), schedule::program_hash(task.graph, other));
+  EXPECT_NE(schedule_state_key(task.graph, first), schedule_state_key(task.graph, same_kernels));
+
+  // Charged once: the cache forwards the program once, and counts both states.
+  auto counted = std::make_shared<CountingEvaluator>(std::make_shared<CostModelEvaluator>());
+  CachedEvaluator cached(counted);
+  ASSERT_TRUE(cached.evaluate(task, first).is_ok());
+  ASSERT_TRUE(cached.evaluate(task, same_kernels).is_ok());
+  EXPECT_EQ(counted->calls, 1);
+  EXPECT_EQ(cached.forwarded(), 1);
+  EXPECT_EQ(cached.states(), 2);
+  ASSERT_TRUE(cached.evaluate(task, other).is_ok());
+  EXPECT_EQ(cached.forwarded(), 2);
+
+  // A record names its program; a log written before that field is keyed by the program all the
+  // same (computed from the recorded schedule), so either state finds it in replay.
+  {
+    auto recorder = RecordingEvaluator::open(std::make_shared<CostModelEvaluator>(), dir / "log.jsonl");
+    ASSERT_TRUE(recorder.is_ok());
+    ASSERT_TRUE((*recorder)->evaluate(task, same_kernels).is_ok());
+  }
+  auto line = parse_json(lines_of(dir / "log.jsonl").at(0), "log");
+  ASSERT_TRUE(line.is_ok());
+  EXPECT_EQ(line->at("program").get<std::string>(), schedule::program_hash(task.graph, first));
+  line->erase("program");
+  std::ofstream(dir / "old.jsonl") << line->dump() << "\n";
+  for (const char* name : {"log.jsonl", "old.jsonl"}) {
+    auto log = read_evaluation_logs({(dir / name).string()});
+    ASSERT_TRUE(log.is_ok()) << log.status().message();
+    ReplayEvaluator replay(std::move(log).value(), name);
+    EXPECT_TRUE(replay.evaluate(task, first).is_ok()) << name;
+    EXPECT_TRUE(replay.evaluate(task, same_kernels).is_ok()) << name;
+    EXPECT_FALSE(replay.evaluate(task, other).is_ok()) << name;
+  }
 }
 
 TEST(EvaluationLog, AMalformedLineNamesItsFileAndLine) {
