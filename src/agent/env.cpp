@@ -111,6 +111,28 @@ void Environment::refresh_actions() {
 }
 
 StatusOr<StepResult> Environment::step(int action) {
+  return advance(action, /*evaluate=*/true);
+}
+
+StatusOr<StepResult> Environment::edit(int action) {
+  return advance(action, /*evaluate=*/false);
+}
+
+Status Environment::judge(schedule::Schedule next) {
+  Observation& obs = state_->obs;
+  KF_ASSIGN_OR_RETURN(Evaluation e, evaluator_->evaluate(*task_, next));
+  ++state_->evaluations;
+  if (improves(e, obs.best)) {
+    obs.best = e;
+    state_->best_schedule = next;
+  }
+  obs.schedule = std::move(next);
+  obs.last = std::move(e);
+  obs.evaluated = true;
+  return Status::ok();
+}
+
+StatusOr<StepResult> Environment::advance(int action, bool evaluate) {
   if (!task_) return invalid_argument("step before reset: reset the environment with a task first");
   if (state_->done) return invalid_argument("the episode is over: reset the environment to start another");
   Observation& obs = state_->obs;
@@ -128,18 +150,26 @@ StatusOr<StepResult> Environment::step(int action) {
   } else {
     const skills::Skill* skill = skills::find_skill(chosen.skill);
     KF_ASSIGN_OR_RETURN(schedule::Schedule next, skill->apply(task_->graph, obs.schedule, chosen.site));
-    KF_ASSIGN_OR_RETURN(Evaluation e, evaluator_->evaluate(*task_, next));
-    ++state_->evaluations;
-    if (improves(e, obs.best)) {
-      obs.best = e;
-      state_->best_schedule = next;
+    if (evaluate) {
+      KF_RETURN_IF_ERROR(judge(std::move(next)));
+    } else {
+      obs.schedule = std::move(next);
+      obs.evaluated = false;
     }
-    obs.schedule = std::move(next);
-    obs.last = std::move(e);
   }
   ++obs.turn;
+  if (obs.turn >= config_.max_turns) state_->done = true;
+  // An episode never ends on a candidate nobody judged: edits are evaluated when it ends.
+  if (state_->done && !obs.evaluated) KF_RETURN_IF_ERROR(judge(obs.schedule));
   refresh_actions();
-  if (obs.turn >= config_.max_turns || obs.actions.size() == 1) state_->done = true;
+  if (obs.actions.size() == 1 && !state_->done) {
+    state_->done = true;
+    if (!obs.evaluated) {
+      KF_RETURN_IF_ERROR(judge(obs.schedule));
+      refresh_actions();
+    }
+  }
+  r.info["evaluated"] = obs.evaluated;
   const sandbox::EvalResult& last = obs.last.result;
   r.info["outcome"] = sandbox::outcome_name(last.outcome);
   r.info["t_candidate"] = last.t_candidate ? Json(*last.t_candidate) : Json(nullptr);

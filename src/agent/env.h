@@ -5,6 +5,7 @@
 //
 //   reset(task)  -> observation (turn 0: the first schedule, evaluated)
 //   step(action) -> observation, reward, done, info
+//   edit(action) -> the same without evaluating the new schedule (evaluated when the episode ends)
 //   fork()       -> an independent copy (same task, schedule, history, counters) for search
 //
 // Actions are the legal sites of every enabled skill on the current schedule, in the catalogue's order
@@ -85,6 +86,7 @@ struct Observation {
   schedule::Schedule schedule;     // the current candidate
   std::vector<Action> actions;     // the legal actions now; the last one is stop
   Evaluation last;                 // the evaluation of the current schedule (compiler/profiler output)
+  bool evaluated = true;           // false after an edit: `last` is then an earlier schedule's
   std::optional<Evaluation> best;  // the best correct candidate so far (by time; a tie goes to the later)
   int turn = 0;
   // Features for learned policies (agent/features.h defines them): one vector for the state, one per
@@ -107,6 +109,11 @@ class Environment {
   StatusOr<Observation> reset(const Task& task);
   // `action` indexes the last observation's actions; out of range is an error, not a crash.
   StatusOr<StepResult> step(int action);
+  // The same turn without the evaluation: the action changes the schedule, nothing is built or
+  // measured (as an engineer edits code without compiling it). When the episode ends (stop, the turn
+  // limit, nothing left to apply) on a schedule not evaluated yet, it is evaluated then, so that an
+  // episode of edits costs one evaluation after the first schedule's.
+  StatusOr<StepResult> edit(int action);
   Environment fork() const;
 
   const Observation& observation() const;
@@ -121,6 +128,8 @@ class Environment {
  private:
   struct State;
   void refresh_actions();  // the legal actions and the features of the current observation
+  StatusOr<StepResult> advance(int action, bool evaluate);
+  Status judge(schedule::Schedule next);  // evaluates `next`, which becomes the current schedule
 
   std::shared_ptr<Evaluator> evaluator_;
   EnvConfig config_;

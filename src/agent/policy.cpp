@@ -137,7 +137,62 @@ Transition transition_before(const Observation& obs, int action) {
   return t;
 }
 
+class PlannedPolicy : public Policy {
+ public:
+  PlannedPolicy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner)
+      : inner_(std::move(inner)), planner_(std::move(planner)) {}
+
+  std::string name() const override { return inner_->name() + " (planned)"; }
+  bool evaluates(const Environment& env, int action) override {
+    (void)env;
+    (void)action;
+    return false;
+  }
+
+  int choose(const Environment& env, std::mt19937_64& rng) override {
+    if (env.observation().turn == 0) plan(env, rng);
+    const int stop = static_cast<int>(env.observation().actions.size()) - 1;
+    if (next_ < path_.size() && path_[next_] < stop) return path_[next_++];
+    next_ = path_.size();
+    return stop;
+  }
+
+ private:
+  // The inner policy's episode on the planner, cut after the step that reached its best candidate
+  // (found again by replaying the actions as edits from a fresh start on the planner: nothing here
+  // touches the real evaluator).
+  void plan(const Environment& env, std::mt19937_64& rng) {
+    path_.clear();
+    next_ = 0;
+    Environment planning(planner_, env.config());
+    auto ep = run_episode(planning, *inner_, env.task(), rng());
+    if (!ep.is_ok()) return;  // nothing planned: stop at the first schedule
+    const ir::Graph& graph = env.task().graph;
+    const std::string best = schedule_state_key(graph, ep->best);
+    Environment replay(planner_, env.config());
+    if (!replay.reset(env.task()).is_ok()) return;
+    std::vector<int> actions;
+    size_t cut = 0;
+    for (const Transition& t : ep->transitions) {
+      if (replay.done() || t.action >= static_cast<int>(replay.observation().actions.size()) - 1) break;
+      if (!replay.edit(t.action).is_ok()) break;
+      actions.push_back(t.action);
+      if (schedule_state_key(graph, replay.observation().schedule) == best) cut = actions.size();
+    }
+    path_.assign(actions.begin(), actions.begin() + static_cast<std::ptrdiff_t>(cut));
+  }
+
+  std::unique_ptr<Policy> inner_;
+  std::shared_ptr<Evaluator> planner_;
+  std::vector<int> path_;
+  size_t next_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<Policy> make_planned_policy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner) {
+  return std::make_unique<PlannedPolicy>(std::move(inner), std::move(planner));
+}
 
 std::unique_ptr<Policy> make_random_policy() {
   return std::make_unique<RandomPolicy>();
@@ -165,7 +220,7 @@ StatusOr<Episode> run_episode(Environment& env, Policy& policy, const Task& task
                             std::to_string(obs.actions.size()));
     }
     Transition t = transition_before(obs, action);
-    KF_ASSIGN_OR_RETURN(StepResult r, env.step(action));
+    KF_ASSIGN_OR_RETURN(StepResult r, policy.evaluates(env, action) ? env.step(action) : env.edit(action));
     t.reward = r.reward;
     t.done = r.done;
     t.outcome = sandbox::outcome_name(r.observation.last.result.outcome);

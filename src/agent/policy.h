@@ -22,6 +22,13 @@ class Policy {
   // Evaluator calls the policy made on forks (search look-ahead) since the last call; run_episode
   // adds them to Episode::evaluations. Policies that do not look ahead spend none.
   virtual int take_lookahead_evaluations() { return 0; }
+  // Whether the action just chosen is evaluated (Environment::step) or only applied
+  // (Environment::edit: the episode's end evaluates the schedule it ends on).
+  virtual bool evaluates(const Environment& env, int action) {
+    (void)env;
+    (void)action;
+    return true;
+  }
 };
 
 std::unique_ptr<Policy> make_random_policy();
@@ -33,6 +40,13 @@ std::unique_ptr<Policy> make_search_policy(int beam_width = 4, int depth = 3);
 // candidate, one action per choice, and stops. Its evaluations count as look-ahead. Name "exhaustive";
 // "exhaustive (capped at N states)" after a search the cap cut short (then it is not exhaustive).
 std::unique_ptr<Policy> make_exhaustive_policy(int max_states = 4096);
+
+// Plans with `inner` on `planner` (an evaluator that costs no GPU time: the cost model): at its first
+// choice in an episode it plays a whole episode of `inner` there, then applies the actions that led to
+// the fastest candidate the planner saw as edits, and stops, so that the real evaluator judges only
+// the first schedule and the plan's end. `planner` evaluations are not counted (they are predictions,
+// free). Name: inner's name + " (planned)".
+std::unique_ptr<Policy> make_planned_policy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner);
 
 // One step of an episode, as training needs it.
 struct Transition {

@@ -148,7 +148,8 @@ int run_optimize(const OptimizeArgs& a) {
                                                     .device = device.value(),
                                                     .trials = a.trials,
                                                     .jobs = a.common.jobs,
-                                                    .correction = a.correction},
+                                                    .correction = a.correction,
+                                                    .planned = a.planned},
                               .force = a.force,
                               .jobs = a.common.jobs});
   if (!t.is_ok()) return report_error(t.status(), "optimize");

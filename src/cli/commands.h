@@ -69,6 +69,7 @@ struct OptimizeArgs {
   int turns = 200;                   // the agent's turns, at most
   std::string checkpoint;            // a `kforge train` checkpoint: the learned policy instead of `policy`
   std::string correction;            // a `kforge costmodel fit --out` file: the cost model with it (cpu)
+  bool planned = false;              // plan on the cost model; the device judges the first schedule and the end
   CommonOptions common;
 };
 int run_optimize(const OptimizeArgs& a);

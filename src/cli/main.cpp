@@ -67,9 +67,12 @@ int main(int argc, char** argv) {
   opt->add_option("--turns", opt_args.turns, "the agent's turns, at most (default 200)")->check(CLI::PositiveNumber);
   opt->add_option("--correction", opt_args.correction,
                   "judge the agent's candidates on the cost model corrected by this `kforge costmodel fit --out` file "
-                  "(--device cpu)");
+                  "(--device cpu; with --planned on the GPU, the plan is made on it)");
   opt->add_option("--checkpoint", opt_args.checkpoint,
                   "plan with the learned policy of this `kforge train` checkpoint (in place of --policy)");
+  opt->add_flag("--planned", opt_args.planned,
+                "the policy plays its episode on the cost model (free), and the --device judges only the first "
+                "schedule and the plan's end: two GPU evaluations instead of one per turn");
   add_common(opt, opt_args.common);
 
   EvaluateArgs eval_args;

@@ -128,6 +128,13 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
     KF_ASSIGN_OR_RETURN(policy, policy_named(options.policy));
   }
   if (options.turns < 1) return invalid_argument("--turns must be at least 1");
+  // Planned, a correction serves the plan (the cost model); on the GPU the measurements need none.
+  const bool correction_plans_only = options.planned && options.device == "cuda";
+  if (options.planned) {
+    KF_ASSIGN_OR_RETURN(std::shared_ptr<agent::Evaluator> planner,
+                        agent::make_evaluator("cpu", {}, options.correction));
+    policy = agent::make_planned_policy(std::move(policy), std::move(planner));
+  }
   agent::Task task;
   task.name = g.name;
   task.source = g.source;
@@ -137,7 +144,7 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
       std::shared_ptr<agent::Evaluator> evaluator,
       agent::make_evaluator(options.device,
                             {.work_dir = options.work_dir, .trials = options.trials, .jobs = options.jobs},
-                            options.correction));
+                            correction_plans_only ? std::string() : options.correction));
   agent::Environment env(evaluator, {.max_turns = options.turns, .disabled_skills = plan.disabled});
   KF_ASSIGN_OR_RETURN(agent::Episode ep, agent::run_episode(env, *policy, task, /*seed=*/0));
   AgentPlan out;

@@ -157,7 +157,7 @@ struct Score {
     turns += e.turns;
     evaluations += e.evaluations;
     ++episodes;
-    capped += e.policy != label ? 1 : 0;
+    capped += e.policy.find("(capped at") != std::string::npos ? 1 : 0;
     const auto& best = env.observation().best;
     if (best && best->result.outcome == sandbox::Outcome::kOk && best->result.t_candidate && best->result.t_eager &&
         *best->result.t_candidate > 0) {
@@ -192,6 +192,12 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
                                        const std::vector<agent::Task>& tasks,
                                        const std::shared_ptr<agent::Evaluator>& evaluator, bool with_search) {
   KF_ASSIGN_OR_RETURN(auto learned, make_learned_policy(checkpoint_path(o.out, "ppo").string()));
+  KF_ASSIGN_OR_RETURN(auto learned_inner, make_learned_policy(checkpoint_path(o.out, "ppo").string()));
+  // The planned variants plan on the cost model (with --correction when given) and are judged by
+  // `evaluator` only on the first schedule and the plan's end.
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<agent::Evaluator> planner, agent::make_evaluator("cpu", {}, o.correction));
+  auto learned_planned = agent::make_planned_policy(std::move(learned_inner), planner);
+  auto heuristic_planned = agent::make_planned_policy(agent::make_heuristic_policy(), planner);
   auto random = agent::make_random_policy();
   auto heuristic = agent::make_heuristic_policy();
   auto search = agent::make_search_policy();
@@ -205,8 +211,10 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
     int repeats;
   };
   std::vector<Entry> entries{{"learned", learned.get(), 1},
+                             {"learned-planned", learned_planned.get(), 1},
                              {"random", random.get(), preset.random_repeats},
-                             {"heuristic", heuristic.get(), 1}};
+                             {"heuristic", heuristic.get(), 1},
+                             {"heuristic-planned", heuristic_planned.get(), 1}};
   if (with_search) {
     entries.push_back({"search", search.get(), 1});
     entries.push_back({"exhaustive", exhaustive.get(), 1});
@@ -232,16 +240,23 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
   if (with_search) {
     const double exhaustive_speedup = j["exhaustive"]["geomean_speedup_vs_eager"].get<double>();
     const long exhaustive_evals = j["exhaustive"]["evaluations"].get<long>();
-    const double share_speedup = j["learned"]["geomean_speedup_vs_eager"].get<double>() / exhaustive_speedup;
-    const double share_evals =
-        exhaustive_evals > 0 ? static_cast<double>(j["learned"]["evaluations"].get<long>()) / exhaustive_evals : 0.0;
-    j["learned"]["fraction_of_exhaustive_speedup"] = share_speedup;
-    j["learned"]["fraction_of_exhaustive_evaluations"] = share_evals;
     OrderedJson c;
     c["issue"] = 5;
     c["speedup_fraction_min"] = 0.95;
     c["evaluation_fraction_max"] = 0.25;
-    c["met"] = share_speedup >= 0.95 && share_evals <= 0.25;
+    c["met_by"] = OrderedJson::array();
+    // The learned policy, closed-loop (every turn evaluated) and planned (on the cost model, judged at
+    // the plan's end): both are reported, and the criterion says which meets it.
+    for (const char* name : {"learned", "learned-planned"}) {
+      OrderedJson& p = j[name];
+      const double share_speedup = p["geomean_speedup_vs_eager"].get<double>() / exhaustive_speedup;
+      const double share_evals =
+          exhaustive_evals > 0 ? static_cast<double>(p["evaluations"].get<long>()) / exhaustive_evals : 0.0;
+      p["fraction_of_exhaustive_speedup"] = share_speedup;
+      p["fraction_of_exhaustive_evaluations"] = share_evals;
+      if (share_speedup >= 0.95 && share_evals <= 0.25) c["met_by"].push_back(name);
+    }
+    c["met"] = !c["met_by"].empty();
     j["criterion"] = c;
   }
   return j;
@@ -250,7 +265,8 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
 std::string comparison_table(const OrderedJson& report) {
   Table table(
       {"policy", "mean reward", "faster than compile", "pass rate", "geomean vs eager", "evaluations", "episodes"});
-  for (const char* name : {"learned", "random", "heuristic", "search", "exhaustive"}) {
+  for (const char* name :
+       {"learned", "learned-planned", "random", "heuristic", "heuristic-planned", "search", "exhaustive"}) {
     if (!report.contains(name)) continue;
     const auto& p = report[name];
     std::string label = name;
@@ -276,13 +292,15 @@ std::string comparison_table(const OrderedJson& report) {
             std::to_string(report["replay"]["tasks"].get<int>()) + " tasks (" +
             std::to_string(report["replay"]["left_out"].size()) + " eval tasks not explored completely, left out)\n";
   }
-  if (report["learned"].contains("fraction_of_exhaustive_speedup")) {
-    const auto& l = report["learned"];
-    text += "learned: " + fixed(100 * l["fraction_of_exhaustive_speedup"].get<double>(), 1) +
+  for (const char* name : {"learned", "learned-planned"}) {
+    if (!report.contains(name) || !report[name].contains("fraction_of_exhaustive_speedup")) continue;
+    const auto& l = report[name];
+    const auto& met_by = report["criterion"]["met_by"];
+    const bool met = std::find(met_by.begin(), met_by.end(), name) != met_by.end();
+    text += std::string(name) + ": " + fixed(100 * l["fraction_of_exhaustive_speedup"].get<double>(), 1) +
             " % of exhaustive's geomean speed-up with " +
             fixed(100 * l["fraction_of_exhaustive_evaluations"].get<double>(), 1) +
-            " % of its evaluations (issue #5 asks >= 95 % with <= 25 %: " +
-            (report["criterion"]["met"].get<bool>() ? "met" : "not met") + ")\n";
+            " % of its evaluations (issue #5 asks >= 95 % with <= 25 %: " + (met ? "met" : "not met") + ")\n";
   }
   return text;
 }

@@ -104,6 +104,28 @@ def test_a_schedule_evaluated_again_is_not_built_again(tmp_path):
     assert agent["actions"][0].startswith("tf32_contractions")
 
 
+def test_planned_on_the_cost_model_the_gpu_judges_the_first_schedule_and_the_end(tmp_path):
+    # The heuristic on the GEMM: tf32 then the epilogue fusion, planned on the cost model; the GPU
+    # (stand-in) is asked about the first schedule and the plan's end only, then the final measurement.
+    gemm = os.path.join(os.path.dirname(LEVEL1), "level2/99_Matmul_GELU_Softmax.py")
+    log, env = fake_env(tmp_path)
+    out, r = optimize(tmp_path, env, "heuristic", "--planned", problem=gemm)
+    assert r.returncode == 0, r.stderr[-3000:]
+    agent = json.loads(r.stdout)["agent"]
+    assert agent["policy"] == "heuristic (planned)" and agent["predicted"] is False
+    assert len(agent["actions"]) >= 2  # the plan applied more than one skill
+    episode = [q for q in requests(log) if "/agent/" in q["candidate"]]
+    assert agent["evaluations"] == agent["harness_requests"] == len(episode) == 2
+    # The same plan unplanned measures every turn.
+    (tmp_path / "unplanned").mkdir()
+    log2, env2 = fake_env(tmp_path / "unplanned")
+    out2, r2 = optimize(tmp_path / "unplanned", env2, "heuristic", problem=gemm)
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    agent2 = json.loads(r2.stdout)["agent"]
+    assert agent2["evaluations"] > agent["evaluations"]
+    assert agent2["actions"][:len(agent["actions"])] == agent["actions"]
+
+
 def test_the_cpu_agent_is_unchanged(tmp_path):
     log, env = fake_env(tmp_path)
     env.pop("KFORGE_ASSUME_GPU")

@@ -100,6 +100,14 @@ def test_train_compares_the_policies_on_the_recorded_states(tmp_path):
     assert "replayed predictions" in rep["replay"]["evaluator"]
     assert "compared on: replayed predictions" in r.stdout
     assert "fraction_of_exhaustive_speedup" in rep["learned"]
+    # Planned on the cost model, the learned policy is judged at the first schedule and the plan's end
+    # only: at most two evaluations per task.
+    planned = rep["learned-planned"]
+    assert planned["evaluations"] <= 2 * planned["episodes"]
+    assert planned["fraction_of_exhaustive_evaluations"] == planned["evaluations"] / programs
+    assert set(rep["criterion"]["met_by"]) <= {"learned", "learned-planned"}
+    assert rep["criterion"]["met"] == bool(rep["criterion"]["met_by"])
+    assert "learned-planned: " in r.stdout
 
     no_eval = kforge("train", "--preset", "ci", "--out", str(tmp_path / "run2"), "--replay", str(log))
     assert no_eval.returncode == 2 and "--replay needs --eval-tasks" in no_eval.stderr

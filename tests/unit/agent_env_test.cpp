@@ -120,6 +120,49 @@ TEST(AgentEnv, EpisodeEndsWhenNoSiteRemains) {
   EXPECT_EQ(env.evaluations(), 3);
 }
 
+TEST(AgentEnv, EditsAreEvaluatedOnlyWhereTheEpisodeEnds) {
+  // The chain's two fusions as edits: nothing measured until the episode ends on the fused schedule,
+  // which is then evaluated once and is the same candidate two evaluated steps reach.
+  Environment env = make_env();
+  ASSERT_TRUE(env.reset(task_from(kChainGraph)).is_ok());
+  auto e1 = env.edit(0);
+  ASSERT_TRUE(e1.is_ok()) << e1.status().message();
+  EXPECT_FALSE(e1->done);
+  EXPECT_FALSE(env.observation().evaluated);
+  EXPECT_EQ(env.evaluations(), 1);
+  EXPECT_EQ(env.observation().schedule.kernels.size(), 2u);  // applied, though not measured
+  EXPECT_EQ(env.observation().last.result.t_candidate, env.observation().best->result.t_candidate);
+  auto e2 = env.edit(0);
+  ASSERT_TRUE(e2.is_ok());
+  EXPECT_TRUE(e2->done) << "no fusion left";
+  EXPECT_TRUE(env.observation().evaluated);
+  EXPECT_EQ(env.evaluations(), 2);
+  EXPECT_EQ(e2->reward, 2.0);
+
+  Environment stepped = make_env();
+  ASSERT_TRUE(stepped.reset(task_from(kChainGraph)).is_ok());
+  ASSERT_TRUE(stepped.step(0).is_ok());
+  ASSERT_TRUE(stepped.step(0).is_ok());
+  EXPECT_EQ(schedule_state_key(stepped.task().graph, stepped.best_schedule()),
+            schedule_state_key(env.task().graph, env.best_schedule()));
+  EXPECT_EQ(stepped.evaluations(), 3);
+
+  // Stop after an edit evaluates it; so does the turn limit.
+  Environment stopped = make_env();
+  ASSERT_TRUE(stopped.reset(task_from(kChainGraph)).is_ok());
+  ASSERT_TRUE(stopped.edit(0).is_ok());
+  auto s = stopped.edit(static_cast<int>(stopped.observation().actions.size()) - 1);
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_TRUE(s->done && stopped.observation().evaluated);
+  EXPECT_EQ(stopped.evaluations(), 2);
+  Environment limited = make_env({.max_turns = 1});
+  ASSERT_TRUE(limited.reset(task_from(kChainGraph)).is_ok());
+  auto l = limited.edit(0);
+  ASSERT_TRUE(l.is_ok());
+  EXPECT_TRUE(l->done && limited.observation().evaluated);
+  EXPECT_EQ(limited.evaluations(), 2);
+}
+
 TEST(AgentEnv, MaxTurnsEndsTheEpisode) {
   Environment env = make_env({.max_turns = 1});
   ASSERT_TRUE(env.reset(task_from(kChainGraph)).is_ok());

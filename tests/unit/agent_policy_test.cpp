@@ -137,6 +137,40 @@ TEST(AgentPolicy, ExhaustiveIsAtLeastTheHeuristicAndCountsItsEvaluations) {
   EXPECT_EQ(ep->policy, "exhaustive (capped at 1 states)");
 }
 
+// Counts the evaluations it forwards.
+class CountingEvaluator : public Evaluator {
+ public:
+  std::string name() const override { return "counting cost model"; }
+  StatusOr<Evaluation> evaluate(const Task& task, const schedule::Schedule& s) override {
+    ++calls;
+    return inner.evaluate(task, s);
+  }
+  CostModelEvaluator inner;
+  int calls = 0;
+};
+
+TEST(AgentPolicy, PlannedReachesWhatItsInnerPolicyFindsWithTwoEvaluations) {
+  // Planned on the cost model and judged by (a counted copy of) the same model: the heuristic's best
+  // candidate, judged only at the first schedule and at the plan's end.
+  for (const Task& task : all_test_tasks()) {
+    auto heuristic = make_heuristic_policy();
+    Environment live = make_env();
+    auto h = run_episode(live, *heuristic, task, 0);
+    ASSERT_TRUE(h.is_ok());
+    auto planned = make_planned_policy(make_heuristic_policy(), std::make_shared<CostModelEvaluator>());
+    EXPECT_EQ(planned->name(), "heuristic (planned)");
+    auto judge = std::make_shared<CountingEvaluator>();
+    Environment env(judge);
+    auto p = run_episode(env, *planned, task, 0);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    EXPECT_EQ(schedule_state_key(task.graph, p->best), schedule_state_key(task.graph, h->best)) << task.name;
+    EXPECT_EQ(p->reward, h->reward) << task.name;
+    const bool moved = !h->best.applied.empty();
+    EXPECT_EQ(judge->calls, moved ? 2 : 1) << task.name;
+    EXPECT_EQ(p->evaluations, judge->calls);
+  }
+}
+
 TEST(AgentPolicy, RandomIsSeededAndLegal) {
   auto random = make_random_policy();
   std::vector<std::string> first;
