@@ -139,22 +139,25 @@ Transition transition_before(const Observation& obs, int action) {
 
 class PlannedPolicy : public Policy {
  public:
-  PlannedPolicy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner)
-      : inner_(std::move(inner)), planner_(std::move(planner)) {}
+  PlannedPolicy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner, bool refine)
+      : inner_(std::move(inner)), planner_(std::move(planner)), refine_(refine) {}
 
-  std::string name() const override { return inner_->name() + " (planned)"; }
+  std::string name() const override { return inner_->name() + (refine_ ? " (planned, refined)" : " (planned)"); }
   bool evaluates(const Environment& env, int action) override {
     (void)env;
     (void)action;
-    return false;
+    // Refining, the plan's last action is a measured step, and so is every turn after it.
+    return refine_ && (!from_path_ || next_ == path_.size());
   }
+  int take_lookahead_evaluations() override { return inner_->take_lookahead_evaluations(); }
 
   int choose(const Environment& env, std::mt19937_64& rng) override {
     if (env.observation().turn == 0) plan(env, rng);
     const int stop = static_cast<int>(env.observation().actions.size()) - 1;
-    if (next_ < path_.size() && path_[next_] < stop) return path_[next_++];
+    from_path_ = next_ < path_.size() && path_[next_] < stop;
+    if (from_path_) return path_[next_++];
     next_ = path_.size();
-    return stop;
+    return refine_ ? inner_->choose(env, rng) : stop;
   }
 
  private:
@@ -184,14 +187,17 @@ class PlannedPolicy : public Policy {
 
   std::unique_ptr<Policy> inner_;
   std::shared_ptr<Evaluator> planner_;
+  bool refine_;
   std::vector<int> path_;
   size_t next_ = 0;
+  bool from_path_ = false;  // the last choice was the plan's
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> make_planned_policy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner) {
-  return std::make_unique<PlannedPolicy>(std::move(inner), std::move(planner));
+std::unique_ptr<Policy> make_planned_policy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner,
+                                            bool refine) {
+  return std::make_unique<PlannedPolicy>(std::move(inner), std::move(planner), refine);
 }
 
 std::unique_ptr<Policy> make_random_policy() {

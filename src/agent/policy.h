@@ -45,8 +45,11 @@ std::unique_ptr<Policy> make_exhaustive_policy(int max_states = 4096);
 // choice in an episode it plays a whole episode of `inner` there, then applies the actions that led to
 // the fastest candidate the planner saw as edits, and stops, so that the real evaluator judges only
 // the first schedule and the plan's end. `planner` evaluations are not counted (they are predictions,
-// free). Name: inner's name + " (planned)".
-std::unique_ptr<Policy> make_planned_policy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner);
+// free). Name: inner's name + " (planned)". With `refine`, the plan's last action is a measured step
+// and `inner` then goes on from the plan's end, every turn measured, until it stops (name: " (planned,
+// refined)"): the plan saves the evaluations on the way, the measurements correct the planner.
+std::unique_ptr<Policy> make_planned_policy(std::unique_ptr<Policy> inner, std::shared_ptr<Evaluator> planner,
+                                            bool refine = false);
 
 // One step of an episode, as training needs it.
 struct Transition {

@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
   opt->add_option("--checkpoint", opt_args.checkpoint,
                   "plan with the learned policy of this `kforge train` checkpoint (in place of --policy)");
   opt->add_flag("--planned", opt_args.planned,
-                "the policy plays its episode on the cost model (free), and the --device judges only the first "
-                "schedule and the plan's end: two GPU evaluations instead of one per turn");
+                "the policy plays its episode on the cost model (free); the --device judges the first schedule and "
+                "the plan's end, and the policy goes on from there with every turn judged until it stops");
   add_common(opt, opt_args.common);
 
   EvaluateArgs eval_args;

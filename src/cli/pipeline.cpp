@@ -133,7 +133,7 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
   if (options.planned) {
     KF_ASSIGN_OR_RETURN(std::shared_ptr<agent::Evaluator> planner,
                         agent::make_evaluator("cpu", {}, options.correction));
-    policy = agent::make_planned_policy(std::move(policy), std::move(planner));
+    policy = agent::make_planned_policy(std::move(policy), std::move(planner), /*refine=*/true);
   }
   agent::Task task;
   task.name = g.name;

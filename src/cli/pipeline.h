@@ -58,8 +58,8 @@ struct AgentOptions {
   std::filesystem::path work_dir;    // where the GPU evaluator builds candidates (import_plan_build: out/agent)
   int jobs = 0;                      // nvcc jobs of each GPU build
   std::string correction;            // a `kforge costmodel fit --out` file for the cost model (cpu only)
-  bool planned =
-      false;  // agent::make_planned_policy on the cost model: the device judges the first schedule and the end
+  // agent::make_planned_policy (refined) on the cost model: the device judges from the plan's end on
+  bool planned = false;
 };
 
 // The policy's episode on `g`: its best schedule, and what it did (policy, turns, evaluations, ...).

@@ -197,7 +197,10 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
   // `evaluator` only on the first schedule and the plan's end.
   KF_ASSIGN_OR_RETURN(std::shared_ptr<agent::Evaluator> planner, agent::make_evaluator("cpu", {}, o.correction));
   auto learned_planned = agent::make_planned_policy(std::move(learned_inner), planner);
+  KF_ASSIGN_OR_RETURN(auto refined_inner, make_learned_policy(checkpoint_path(o.out, "ppo").string()));
+  auto learned_refined = agent::make_planned_policy(std::move(refined_inner), planner, /*refine=*/true);
   auto heuristic_planned = agent::make_planned_policy(agent::make_heuristic_policy(), planner);
+  auto heuristic_refined = agent::make_planned_policy(agent::make_heuristic_policy(), planner, /*refine=*/true);
   auto random = agent::make_random_policy();
   auto heuristic = agent::make_heuristic_policy();
   auto search = agent::make_search_policy();
@@ -212,9 +215,11 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
   };
   std::vector<Entry> entries{{"learned", learned.get(), 1},
                              {"learned-planned", learned_planned.get(), 1},
+                             {"learned-refined", learned_refined.get(), 1},
                              {"random", random.get(), preset.random_repeats},
                              {"heuristic", heuristic.get(), 1},
-                             {"heuristic-planned", heuristic_planned.get(), 1}};
+                             {"heuristic-planned", heuristic_planned.get(), 1},
+                             {"heuristic-refined", heuristic_refined.get(), 1}};
   if (with_search) {
     entries.push_back({"search", search.get(), 1});
     entries.push_back({"exhaustive", exhaustive.get(), 1});
@@ -247,7 +252,7 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
     c["met_by"] = OrderedJson::array();
     // The learned policy, closed-loop (every turn evaluated) and planned (on the cost model, judged at
     // the plan's end): both are reported, and the criterion says which meets it.
-    for (const char* name : {"learned", "learned-planned"}) {
+    for (const char* name : {"learned", "learned-planned", "learned-refined"}) {
       OrderedJson& p = j[name];
       const double share_speedup = p["geomean_speedup_vs_eager"].get<double>() / exhaustive_speedup;
       const double share_evals =
@@ -265,8 +270,8 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
 std::string comparison_table(const OrderedJson& report) {
   Table table(
       {"policy", "mean reward", "faster than compile", "pass rate", "geomean vs eager", "evaluations", "episodes"});
-  for (const char* name :
-       {"learned", "learned-planned", "random", "heuristic", "heuristic-planned", "search", "exhaustive"}) {
+  for (const char* name : {"learned", "learned-planned", "learned-refined", "random", "heuristic", "heuristic-planned",
+                           "heuristic-refined", "search", "exhaustive"}) {
     if (!report.contains(name)) continue;
     const auto& p = report[name];
     std::string label = name;
@@ -292,7 +297,7 @@ std::string comparison_table(const OrderedJson& report) {
             std::to_string(report["replay"]["tasks"].get<int>()) + " tasks (" +
             std::to_string(report["replay"]["left_out"].size()) + " eval tasks not explored completely, left out)\n";
   }
-  for (const char* name : {"learned", "learned-planned"}) {
+  for (const char* name : {"learned", "learned-planned", "learned-refined"}) {
     if (!report.contains(name) || !report[name].contains("fraction_of_exhaustive_speedup")) continue;
     const auto& l = report[name];
     const auto& met_by = report["criterion"]["met_by"];

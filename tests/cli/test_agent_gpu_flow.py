@@ -106,13 +106,14 @@ def test_a_schedule_evaluated_again_is_not_built_again(tmp_path):
 
 def test_planned_on_the_cost_model_the_gpu_judges_the_first_schedule_and_the_end(tmp_path):
     # The heuristic on the GEMM: tf32 then the epilogue fusion, planned on the cost model; the GPU
-    # (stand-in) is asked about the first schedule and the plan's end only, then the final measurement.
+    # (stand-in) is asked about the first schedule and the plan's end, where the heuristic stops (it
+    # judges by the cost model, which the plan has exhausted), then the final measurement.
     gemm = os.path.join(os.path.dirname(LEVEL1), "level2/99_Matmul_GELU_Softmax.py")
     log, env = fake_env(tmp_path)
     out, r = optimize(tmp_path, env, "heuristic", "--planned", problem=gemm)
     assert r.returncode == 0, r.stderr[-3000:]
     agent = json.loads(r.stdout)["agent"]
-    assert agent["policy"] == "heuristic (planned)" and agent["predicted"] is False
+    assert agent["policy"] == "heuristic (planned, refined)" and agent["predicted"] is False
     assert len(agent["actions"]) >= 2  # the plan applied more than one skill
     episode = [q for q in requests(log) if "/agent/" in q["candidate"]]
     assert agent["evaluations"] == agent["harness_requests"] == len(episode) == 2

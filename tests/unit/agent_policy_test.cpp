@@ -171,6 +171,52 @@ TEST(AgentPolicy, PlannedReachesWhatItsInnerPolicyFindsWithTwoEvaluations) {
   }
 }
 
+// Counts the choices of the policy it wraps (planning and refining alike).
+class CountingPolicy : public Policy {
+ public:
+  CountingPolicy(std::unique_ptr<Policy> inner, int* choices) : inner_(std::move(inner)), choices_(choices) {}
+  std::string name() const override { return "counting " + inner_->name(); }
+  int choose(const Environment& env, std::mt19937_64& rng) override {
+    ++*choices_;
+    return inner_->choose(env, rng);
+  }
+
+ private:
+  std::unique_ptr<Policy> inner_;
+  int* choices_;
+};
+
+TEST(AgentPolicy, RefinedGoesOnFromThePlansEndWithMeasuredTurns) {
+  // The random policy's plan is cut at its best candidate, usually before its end: refined, the
+  // policy then chooses again from there, each turn measured; planned, it stops.
+  int asked_again = 0;
+  for (const Task& task : all_test_tasks()) {
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      int planned_choices = 0, refined_choices = 0;
+      auto planned = make_planned_policy(std::make_unique<CountingPolicy>(make_random_policy(), &planned_choices),
+                                         std::make_shared<CostModelEvaluator>());
+      auto refined = make_planned_policy(std::make_unique<CountingPolicy>(make_random_policy(), &refined_choices),
+                                         std::make_shared<CostModelEvaluator>(), /*refine=*/true);
+      EXPECT_EQ(refined->name(), "counting random (planned, refined)");
+      auto judge_a = std::make_shared<CountingEvaluator>();
+      auto judge_b = std::make_shared<CountingEvaluator>();
+      Environment a(judge_a), b(judge_b);
+      auto pa = run_episode(a, *planned, task, seed);
+      auto pb = run_episode(b, *refined, task, seed);
+      ASSERT_TRUE(pa.is_ok() && pb.is_ok());
+      EXPECT_LE(judge_a->calls, 2) << task.name;
+      EXPECT_GE(judge_b->calls, judge_a->calls) << task.name;
+      EXPECT_EQ(pb->evaluations, judge_b->calls);
+      if (refined_choices > planned_choices) {
+        ++asked_again;
+        // Every turn after the plan was measured: more evaluations than the plan's two.
+        if (pb->turns > pa->turns) EXPECT_GT(judge_b->calls, judge_a->calls) << task.name;
+      }
+    }
+  }
+  EXPECT_GT(asked_again, 0);
+}
+
 TEST(AgentPolicy, RandomIsSeededAndLegal) {
   auto random = make_random_policy();
   std::vector<std::string> first;
