@@ -92,6 +92,12 @@ def test_the_stream_watch_counts_other_streams_not_the_timed_one():
     # Outside the watch nothing counts, and the real names are back.
     torch.cuda.Stream()
     assert watch.count == 2 and torch.cuda.Stream.__name__ == "Stream"
+    # Entering again swaps in the same replacements (made once, not per timed call).
+    with watch:
+        first = torch.cuda.Stream
+    with watch:
+        assert torch.cuda.Stream is first
+    assert watch.count == 2
 
 
 def test_an_exception_in_verification_is_a_runtime_fault_not_a_harness_error():
