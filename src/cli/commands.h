@@ -64,12 +64,12 @@ struct OptimizeArgs {
   std::string out_dir;  // default out/<name>
   std::string device = "auto";
   bool force = false;
-  int trials = 30;                   // timed trials per variant on the GPU
-  std::string policy = "heuristic";  // the agent's policy: heuristic, search or random
-  int turns = 200;                   // the agent's turns, at most
-  std::string checkpoint;            // a `kforge train` checkpoint: the learned policy instead of `policy`
-  std::string correction;            // a `kforge costmodel fit --out` file: the cost model with it (cpu)
-  bool planned = false;              // plan on the cost model; the device judges the first schedule and the end
+  int trials = 30;         // timed trials per variant on the GPU
+  std::string policy;      // the agent's policy: learned, heuristic, search, random; empty: default
+  int turns = 200;         // the agent's turns, at most
+  std::string checkpoint;  // a `kforge train` checkpoint: the learned policy instead of `policy`
+  std::string correction;  // a `kforge costmodel fit --out` file: the cost model with it (cpu)
+  bool planned = false;    // plan on the cost model; the device judges the first schedule and the end
   CommonOptions common;
 };
 int run_optimize(const OptimizeArgs& a);

@@ -60,10 +60,11 @@ int main(int argc, char** argv) {
   opt->add_flag("--force", opt_args.force, "write into an existing directory kforge did not make");
   opt->add_option("--trials", opt_args.trials, "timed trials per variant on the GPU")->check(CLI::PositiveNumber);
   opt->add_option("--policy", opt_args.policy,
-                  "the agent's policy over the skills: heuristic (SKILL.md priorities), search (beam over the "
-                  "cost model) or random; it judges candidates on the --device: cost-model predictions on cpu, "
-                  "GPU measurements on cuda")
-      ->check(CLI::IsMember({"heuristic", "search", "random"}));
+                  "the agent's policy over the skills: learned (the policy kforge ships, policies/README.md; the "
+                  "default where kforge has libtorch), heuristic (SKILL.md priorities; the default otherwise), "
+                  "search (beam over the cost model) or random; it judges candidates on the --device: cost-model "
+                  "predictions on cpu, GPU measurements on cuda")
+      ->check(CLI::IsMember({"learned", "heuristic", "search", "random"}));
   opt->add_option("--turns", opt_args.turns, "the agent's turns, at most (default 200)")->check(CLI::PositiveNumber);
   opt->add_option("--correction", opt_args.correction,
                   "judge the agent's candidates on the cost model corrected by this `kforge costmodel fit --out` file "

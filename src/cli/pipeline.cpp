@@ -110,7 +110,31 @@ StatusOr<std::unique_ptr<agent::Policy>> policy_named(const std::string& name) {
   if (name == "heuristic") return agent::make_heuristic_policy();
   if (name == "search") return agent::make_search_policy();
   if (name == "random") return agent::make_random_policy();
-  return invalid_argument("unknown policy '" + name + "': use heuristic, search or random");
+  return invalid_argument("unknown policy '" + name + "': use learned, heuristic, search or random");
+}
+
+// The checkpoint the learned policy loads: --checkpoint, else the one kforge ships (policies/), which
+// the default (empty) policy takes where kforge has libtorch and the file is there; "" for the others.
+StatusOr<std::string> learned_checkpoint(const AgentOptions& options) {
+  if (!options.checkpoint.empty()) {
+#ifdef KFORGE_HAVE_RL
+    return options.checkpoint;
+#else
+    return unsupported("--checkpoint needs the learned policy, and this kforge was built without libtorch");
+#endif
+  }
+  if (!options.policy.empty() && options.policy != "learned") return std::string();
+#ifdef KFORGE_HAVE_RL
+  auto home = kforge_home();
+  const fs::path shipped = home.is_ok() ? home.value() / kShippedPolicy : fs::path(kShippedPolicy);
+  if (home.is_ok() && fs::exists(shipped)) return shipped.string();
+  if (options.policy.empty()) return std::string();
+  return not_found("no shipped learned policy at " + shipped.string() +
+                   ": give a `kforge train` checkpoint with --checkpoint, or --policy heuristic");
+#else
+  if (options.policy.empty()) return std::string();
+  return unsupported("--policy learned needs libtorch, and this kforge was built without it: use --policy heuristic");
+#endif
 }
 
 }  // namespace
@@ -118,14 +142,13 @@ StatusOr<std::unique_ptr<agent::Policy>> policy_named(const std::string& name) {
 StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol, const AgentOptions& options,
                                     const skills::DefaultPlanOptions& plan) {
   std::unique_ptr<agent::Policy> policy;
-  if (!options.checkpoint.empty()) {
+  KF_ASSIGN_OR_RETURN(const std::string checkpoint, learned_checkpoint(options));
+  if (!checkpoint.empty()) {
 #ifdef KFORGE_HAVE_RL
-    KF_ASSIGN_OR_RETURN(policy, rl::make_learned_policy(options.checkpoint));
-#else
-    return unsupported("--checkpoint needs the learned policy, and this kforge was built without libtorch");
+    KF_ASSIGN_OR_RETURN(policy, rl::make_learned_policy(checkpoint));
 #endif
   } else {
-    KF_ASSIGN_OR_RETURN(policy, policy_named(options.policy));
+    KF_ASSIGN_OR_RETURN(policy, policy_named(options.policy.empty() ? "heuristic" : options.policy));
   }
   if (options.turns < 1) return invalid_argument("--turns must be at least 1");
   // Planned, a correction serves the plan (the cost model); on the GPU the measurements need none.
@@ -151,6 +174,7 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
   out.sched = ep.best;
   OrderedJson& r = out.report;
   r["policy"] = ep.policy;
+  if (!checkpoint.empty()) r["checkpoint"] = checkpoint;
   r["evaluator"] = evaluator->name();
   r["predicted"] = ep.predicted;
   r["times"] = ep.predicted ? "predicted on CPU by the roofline cost model (NVIDIA H200 ceilings), not measured"
@@ -173,10 +197,11 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
 
 std::string agent_summary(const OrderedJson& report) {
   std::ostringstream os;
-  os << "agent: " << report["policy"].get<std::string>() << " policy, " << report["turns"].get<int>() << " turns, "
-     << report["evaluations"].get<int>() << " evaluations by the " << report["evaluator"].get<std::string>() << "; "
-     << (report["predicted"].get<bool>() ? "predicted " : "") << "reward " << report["reward"].get<double>()
-     << ", times " << report["times"].get<std::string>() << "\n";
+  os << "agent: " << report["policy"].get<std::string>() << " policy"
+     << (report.contains("checkpoint") ? " (" + report["checkpoint"].get<std::string>() + ")" : std::string()) << ", "
+     << report["turns"].get<int>() << " turns, " << report["evaluations"].get<int>() << " evaluations by the "
+     << report["evaluator"].get<std::string>() << "; " << (report["predicted"].get<bool>() ? "predicted " : "")
+     << "reward " << report["reward"].get<double>() << ", times " << report["times"].get<std::string>() << "\n";
   if (report.contains("candidates_built")) {
     os << "agent: " << report["candidates_built"].get<int>() << " candidates built, "
        << report["harness_requests"].get<int>() << " harness requests, in "

@@ -49,15 +49,18 @@ StatusOr<schedule::Schedule> load_or_plan_schedule(const ir::Graph& g, const std
 // The agent that plans in place of the default planner (issue #5): a policy over the skills' sites,
 // judged by the evaluator of `device` (agent/evaluator_factory.h): on the CPU the cost model, whose
 // times are predictions; on a GPU the harness, which builds, verifies and times every candidate.
+// The learned policy kforge ships, relative to its home (policies/README.md says how it was trained).
+inline constexpr const char* kShippedPolicy = "policies/learned-ci.pt";
+
 struct AgentOptions {
-  std::string policy = "heuristic";  // heuristic, search or random
-  int turns = 200;                   // at most this many turns (the paper's 200 at evaluation)
-  std::string checkpoint;            // a `kforge train` checkpoint: the learned policy, in place of `policy`
-  std::string device = "cpu";        // cpu (cost model) or cuda (GPU harness); auto picks
-  int trials = 30;                   // timed trials per variant of each GPU evaluation
-  std::filesystem::path work_dir;    // where the GPU evaluator builds candidates (import_plan_build: out/agent)
-  int jobs = 0;                      // nvcc jobs of each GPU build
-  std::string correction;            // a `kforge costmodel fit --out` file for the cost model (cpu only)
+  std::string policy;              // learned, heuristic, search or random; empty: learned where shipped, else heuristic
+  int turns = 200;                 // at most this many turns (the paper's 200 at evaluation)
+  std::string checkpoint;          // a `kforge train` checkpoint: the learned policy, in place of `policy`
+  std::string device = "cpu";      // cpu (cost model) or cuda (GPU harness); auto picks
+  int trials = 30;                 // timed trials per variant of each GPU evaluation
+  std::filesystem::path work_dir;  // where the GPU evaluator builds candidates (import_plan_build: out/agent)
+  int jobs = 0;                    // nvcc jobs of each GPU build
+  std::string correction;          // a `kforge costmodel fit --out` file for the cost model (cpu only)
   // agent::make_planned_policy (refined) on the cost model: the device judges from the plan's end on
   bool planned = false;
 };

@@ -141,3 +141,21 @@ def test_optimize_with_missing_checkpoint(tmp_path):
     r = kforge("optimize", problem, "--checkpoint", str(tmp_path / "nope.pt"), "--out", str(tmp_path / "o"))
     assert r.returncode == 2
     assert "no checkpoint at" in r.stderr and "nope.pt" in r.stderr
+
+
+@needs_torch
+def test_optimize_uses_the_shipped_learned_policy_by_default(tmp_path):
+    problem = os.path.join(os.path.dirname(__file__), "../../../shared/kernelbench/level2/99_Matmul_GELU_Softmax.py")
+    if not os.path.exists(problem):
+        pytest.skip("the shared KernelBench problems are not here")
+    shipped = os.path.realpath(os.path.join(os.path.dirname(__file__), "../../policies/learned-ci.pt"))
+    r = kforge("optimize", problem, "--device", "cpu", "--out", str(tmp_path / "a"), "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    agent = json.loads(r.stdout)["agent"]
+    assert agent["policy"] == "learned" and os.path.realpath(agent["checkpoint"]) == shipped
+    assert agent["evaluations"] >= 2  # the GEMM has skills to apply: the policy took at least one
+    # The heuristic when asked, and no checkpoint then.
+    h = kforge("optimize", problem, "--device", "cpu", "--policy", "heuristic", "--out", str(tmp_path / "b"), "--json")
+    assert h.returncode == 0, h.stderr[-3000:]
+    agent = json.loads(h.stdout)["agent"]
+    assert agent["policy"] == "heuristic" and "checkpoint" not in agent
