@@ -15,6 +15,8 @@
 #                                         candidate, eager and compile (bench/kernel_profile.py)
 #   bench/gpu_run.sh knob-kernels         the same for PROFILE's problems built with KNOB (channels_last=1)
 #                                         on the kernels of KNOB_STRATEGY (cudnn_conv): build_with_knob.py
+#   bench/gpu_run.sh optimize             `kforge optimize --device cuda` live on OPTIMIZE_PROBLEMS, with and
+#                                         without --planned (the agent's GPU evaluations, the result)
 # EXPORT_NAME names the export check's JSON and log (default export-check; EXPORT_EXTRA "--shard 2/2").
 # GPU_TESTS names the test files or node ids to run (default tests/gpu).
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
@@ -111,7 +113,22 @@ for part in "$@"; do
         > "$OUT/explore.txt" 2> "$OUT/explore.log"
       echo "explore: exit $?"; tail -4 "$OUT/explore.txt"; grep -c '"task_done"' "$OUT/explore.jsonl"
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
-    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports, explore)" >&2 ;;
+    optimize)
+      # `kforge optimize --device cuda` live on OPTIMIZE_PROBLEMS (default: level2/99_Matmul_GELU_Softmax),
+      # once per mode in OPTIMIZE_MODES (default "planned every-turn": --planned, then without it), with
+      # OPTIMIZE_EXTRA; each report to $OUT/optimize-<problem>-<mode>.json, a summary line each.
+      for p in ${OPTIMIZE_PROBLEMS:-level2/99_Matmul_GELU_Softmax}; do
+        for mode in ${OPTIMIZE_MODES:-planned every-turn}; do
+          flag=(); [ "$mode" = planned ] && flag=(--planned)
+          name=$(basename "$p")
+          timeout "${OPTIMIZE_LIMIT:-240}" .gpu/kforge optimize ".gpu/kb/$p.py" --device cuda "${flag[@]}" --trials 5 \
+            --out "/tmp/optimize-$name-$mode" --force --json ${OPTIMIZE_EXTRA:-} > "$OUT/optimize-$name-$mode.json" 2> "/tmp/optimize-$name-$mode.log"
+          echo "optimize $name $mode: exit $?"
+          $KFORGE_PYTHON -c "import json,sys; r=json.load(open(sys.argv[1])); a=r['agent']; m=r.get('result',{}); print('  policy', a['policy'], '| evaluations', a['evaluations'], '| built', a.get('candidates_built'), '| actions', a['actions'], '| t_candidate', m.get('t_candidate'), 't_compile', m.get('t_compile'))" "$OUT/optimize-$name-$mode.json" 2>&1 | cut -c1-400
+        done
+      done
+      pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports, explore, optimize)" >&2 ;;
   esac
 done
 if [ -f "$OUT/bench-tables.txt" ]; then
