@@ -194,6 +194,16 @@ StatusOr<Evaluation> HarnessEvaluator::evaluate(const Task& task, const schedule
     auto known = options_.eager_once ? eager_.find(task_key) : eager_.end();
     request.eager_baseline = known == eager_.end();
     KF_ASSIGN_OR_RETURN(e.result, worker_.evaluate(request));
+    if (e.result.outcome == sandbox::Outcome::kResourceExhausted) {
+      // Out of memory may be what earlier candidates left in the worker's processes (their caches,
+      // a leak): once more in fresh processes, and only a second failure is the candidate's.
+      const std::string first = e.result.message;
+      worker_.restart();
+      ++requests_;
+      KF_ASSIGN_OR_RETURN(e.result, worker_.evaluate(request));
+      e.result.message = "measured again in a fresh harness after running out of memory (" + first.substr(0, 200) +
+                         ")" + (e.result.message.empty() ? "" : "; " + e.result.message);
+    }
     if (options_.eager_once && known == eager_.end() && e.result.t_eager) {
       eager_[task_key] = {e.result.t_eager, e.result.t_eager_repeat};
     } else if (known != eager_.end() && e.result.t_candidate) {

@@ -49,6 +49,9 @@ class HarnessWorker {
   StatusOr<EvalResult> evaluate(const EvalRequest& request);
 
   int starts() const { return process_.starts(); }  // worker processes started so far (1 + restarts)
+  // Ends the worker (and the candidate's process with it): the next evaluate starts fresh ones, with
+  // all of their GPU memory given back.
+  void restart() { stop(); }
   // How the last worker was isolated ("bubblewrap (...); cgroup v2: ..."), empty before the first.
   const std::string& isolation() const { return isolation_.description; }
 

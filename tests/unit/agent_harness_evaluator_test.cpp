@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 const fs::path kReLU = fs::path(KFORGE_SOURCE_DIR) / ".." / "shared" / "kernelbench" / "level1" / "19_ReLU.py";
 
 // A stand-in for `python3 -m kforge.harness --serve`: logs each request to $FAKE_DIR/requests.jsonl and
-// answers as $FAKE_DIR/mode says (ok, wrong or crash).
+// answers as $FAKE_DIR/mode says (ok, wrong, crash, oom: out of GPU memory every time, or oom-once: out
+// of memory in the first process only, as when earlier candidates left the memory taken).
 const char* kFakeHarness = R"(#!/usr/bin/env python3
 import json, os, sys
 d = os.environ["FAKE_DIR"]
@@ -36,7 +37,12 @@ for line in sys.stdin:
     mode = open(os.path.join(d, "mode")).read().strip()
     if mode == "crash":
         os._exit(3)
-    if mode == "wrong":
+    if mode == "oom-once" and not os.path.exists(os.path.join(d, "oom-done")):
+        open(os.path.join(d, "oom-done"), "w").close()
+        mode = "oom"
+    if mode == "oom":
+        ans = {"outcome": "resource_exhausted", "message": "CUDA out of memory. Tried to allocate 16.00 GiB"}
+    elif mode == "wrong":
         ans = {"outcome": "wrong_answer", "message": "seed 1000: output 0 differs", "max_abs_err": 1.0}
     else:
         ans = {"outcome": "ok", "device": "Stand-in GPU", "torch": "9.9", "max_abs_err": 0.0, "max_rel_err": 0.0}
@@ -192,6 +198,30 @@ TEST_F(HarnessEvaluatorTest, MeasuresThroughTheHarnessAndBuildsEachScheduleOnce)
   EXPECT_EQ(rows->front().measured_seconds, 0.001);
   EXPECT_EQ(rows->front().schedule_hash, candidate.filename().string());
   EXPECT_EQ(rows->front().features.size(), costmodel::feature_names().size());
+}
+
+TEST_F(HarnessEvaluatorTest, OutOfMemoryIsMeasuredOnceMoreInAFreshHarness) {
+  Task task;
+  if (!load_relu(&task)) GTEST_SKIP() << "needs " << kReLU << " and a python with torch";
+  HarnessEvaluator evaluator(options());
+  const schedule::Schedule s = first_schedule(task);
+  // Memory taken by what ran before: the fresh worker's answer stands, and says what happened.
+  set_mode("oom-once");
+  auto recovered = evaluator.evaluate(task, s);
+  ASSERT_TRUE(recovered.is_ok()) << recovered.status().message();
+  EXPECT_EQ(recovered->result.outcome, sandbox::Outcome::kOk) << recovered->result.message;
+  EXPECT_NE(recovered->result.message.find("fresh harness"), std::string::npos) << recovered->result.message;
+  EXPECT_EQ(evaluator.harness_requests(), 2);
+  EXPECT_EQ(evaluator.worker_starts(), 2);
+  // A candidate that runs out of memory in a fresh worker too: that is its outcome.
+  set_mode("oom");
+  auto exhausted = evaluator.evaluate(task, s);
+  ASSERT_TRUE(exhausted.is_ok()) << exhausted.status().message();
+  EXPECT_EQ(exhausted->result.outcome, sandbox::Outcome::kResourceExhausted);
+  EXPECT_EQ(exhausted->reward, -1);
+  EXPECT_EQ(evaluator.harness_requests(), 4);
+  EXPECT_EQ(evaluator.worker_starts(), 3);
+  EXPECT_EQ(requests().size(), 4u);
 }
 
 TEST_F(HarnessEvaluatorTest, PrebuildBuildsEachScheduleOnceInParallelAndEvaluateFindsThemBuilt) {
