@@ -58,10 +58,15 @@ std::unique_ptr<agent::Policy> make_learned_policy(std::shared_ptr<const ActorCr
   return std::make_unique<LearnedPolicy>(std::move(net), choice, schedule_log);
 }
 
-StatusOr<std::unique_ptr<agent::Policy>> make_learned_policy(const std::string& checkpoint_path) {
+StatusOr<std::shared_ptr<const ActorCritic>> load_policy_network(const std::string& checkpoint_path) {
   KF_ASSIGN_OR_RETURN(ActorCritic net, ActorCritic::load(checkpoint_path));
   KF_RETURN_IF_ERROR(check_dims(net.dims(), agent::kStateDim, agent::kActionDim).with_context(checkpoint_path));
-  return make_learned_policy(std::make_shared<const ActorCritic>(std::move(net)), ActionChoice::kGreedy);
+  return std::make_shared<const ActorCritic>(std::move(net));
+}
+
+StatusOr<std::unique_ptr<agent::Policy>> make_learned_policy(const std::string& checkpoint_path) {
+  KF_ASSIGN_OR_RETURN(auto net, load_policy_network(checkpoint_path));
+  return make_learned_policy(std::move(net), ActionChoice::kGreedy);
 }
 
 }  // namespace kforge::rl

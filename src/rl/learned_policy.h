@@ -19,8 +19,11 @@ enum class ActionChoice { kGreedy, kSample };
 std::unique_ptr<agent::Policy> make_learned_policy(std::shared_ptr<const ActorCritic> net, ActionChoice choice,
                                                    std::vector<std::string>* schedule_log = nullptr);
 
-// Greedy policy from a checkpoint written by `kforge train`; a missing or damaged file, or networks
-// of other feature dims than this kforge's, is an error that says so.
+// The networks of a checkpoint written by `kforge train`; a missing or damaged file, or networks of
+// other feature dims than this kforge's, is an error that says so.
+StatusOr<std::shared_ptr<const ActorCritic>> load_policy_network(const std::string& checkpoint_path);
+
+// Greedy policy from such a checkpoint.
 StatusOr<std::unique_ptr<agent::Policy>> make_learned_policy(const std::string& checkpoint_path);
 
 // A fingerprint of the schedule (a hash of its JSON).

@@ -191,14 +191,15 @@ struct Score {
 StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& preset,
                                        const std::vector<agent::Task>& tasks,
                                        const std::shared_ptr<agent::Evaluator>& evaluator, bool with_search) {
-  KF_ASSIGN_OR_RETURN(auto learned, make_learned_policy(checkpoint_path(o.out, "ppo").string()));
-  KF_ASSIGN_OR_RETURN(auto learned_inner, make_learned_policy(checkpoint_path(o.out, "ppo").string()));
+  // One network behind the three ways of using it.
+  KF_ASSIGN_OR_RETURN(const auto shared_net, load_policy_network(checkpoint_path(o.out, "ppo").string()));
+  auto learned = make_learned_policy(shared_net, ActionChoice::kGreedy);
   // The planned variants plan on the cost model (with --correction when given) and are judged by
   // `evaluator` only on the first schedule and the plan's end.
   KF_ASSIGN_OR_RETURN(std::shared_ptr<agent::Evaluator> planner, agent::make_evaluator("cpu", {}, o.correction));
-  auto learned_planned = agent::make_planned_policy(std::move(learned_inner), planner);
-  KF_ASSIGN_OR_RETURN(auto refined_inner, make_learned_policy(checkpoint_path(o.out, "ppo").string()));
-  auto learned_refined = agent::make_planned_policy(std::move(refined_inner), planner, /*refine=*/true);
+  auto learned_planned = agent::make_planned_policy(make_learned_policy(shared_net, ActionChoice::kGreedy), planner);
+  auto learned_refined =
+      agent::make_planned_policy(make_learned_policy(shared_net, ActionChoice::kGreedy), planner, /*refine=*/true);
   auto heuristic_planned = agent::make_planned_policy(agent::make_heuristic_policy(), planner);
   auto heuristic_refined = agent::make_planned_policy(agent::make_heuristic_policy(), planner, /*refine=*/true);
   auto random = agent::make_random_policy();
