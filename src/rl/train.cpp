@@ -230,8 +230,9 @@ StatusOr<OrderedJson> compare_policies(const TrainOptions& o, const Preset& pres
     Score score;
     for (size_t t = 0; t < tasks.size(); ++t) {
       for (int r = 0; r < e.repeats; ++r) {
-        // Every policy is charged the distinct states it evaluated (a state it comes back to, or the
-        // exhaustive policy's replay of its best path, is not measured again).
+        // Every policy is charged the distinct programs it had evaluated (a state it comes back to, the
+        // exhaustive policy's replay of its best path, or another state building the same kernels is
+        // not measured again); the planned policies' planning on the cost model is free.
         auto cached = std::make_shared<agent::CachedEvaluator>(evaluator);
         agent::Environment env(cached, config);
         uint64_t seed = derive_seed(o.seed, "compare", t * 1000 + static_cast<uint64_t>(r));
