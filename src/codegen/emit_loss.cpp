@@ -164,8 +164,14 @@ StatusOr<KernelSource> emit_cross_entropy(const EmitContext& ctx) {
           << "  " << K << "_L l;\n"
           << "  double u, w;\n"
           << "  __device__ __forceinline__ void add(" << CT << " x) { l.add(x); "
-          << (eps != 0.0 ? "u += (double)x; " : "") << "}\n"
-          << "  __device__ __forceinline__ void merge(const " << A << "& o) { l.merge(o.l); u += o.u; }\n"
+          << (eps != 0.0 ? "u += (double)x; " : "") << "}\n";
+    if (CT == "float") {
+      a.dev
+          << "  __device__ __forceinline__ void add4(float x0, float x1, float x2, float x3) { l.add4(x0, x1, x2, x3); "
+          << (eps != 0.0 ? "u += (double)x0; u += (double)x1; u += (double)x2; u += (double)x3; " : "") << "}\n";
+      s.add_vec = "a.add4(v0, v1, v2, v3);";
+    }
+    a.dev << "  __device__ __forceinline__ void merge(const " << A << "& o) { l.merge(o.l); u += o.u; }\n"
           << "  __device__ __forceinline__ " << A << " shfl_down(int d) const { " << A
           << " r; r.l = l.shfl_down(d); r.u = __shfl_down_sync(0xffffffffu, u, d); r.w = 0.0; return r; }\n"
           << "};\n";

@@ -17,6 +17,7 @@
 // reduction instead of one thread looping over the window.
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <sstream>
 
 #include "codegen/emit.h"
@@ -144,6 +145,97 @@ Status check_float(const EmitContext& ctx, const char* what) {
   return Status::ok();
 }
 
+// 1-D pooling of long rows through shared memory: a block takes a tile of TO consecutive outputs of
+// one plane, stages the input span they read (coalesced, one load per element instead of one per
+// window tap; positions outside the row hold -inf for max, 0 for avg, which is what skipping them
+// gives: a max starts at -inf, a sum adds +0 exactly), then each thread computes outputs
+// threadIdx.x + e * block of the tile from shared memory (consecutive threads, consecutive outputs:
+// coalesced stores). Same window conventions and summation order as the per-output kernel.
+std::optional<KernelSource> pool1d_tiled(const EmitContext& ctx, const PoolGeom& g, bool is_max, int64_t k,
+                                         int64_t stride, int64_t pad, int64_t dil, bool include_pad, bool has_div,
+                                         int64_t divisor) {
+  const DType t = ctx.out_type().dtype;
+  const std::string T = acc_type(t);
+  const int64_t elem = T == "double" ? 8 : 4;
+  const int block = 256;
+  const int64_t L = g.in_sp[0], Lout = g.out_sp[0];
+  int64_t per_thread = 8, span = 0;
+  for (; per_thread >= 1; per_thread /= 2) {
+    span = (block * per_thread - 1) * stride + (k - 1) * dil + 1;
+    if (span * elem <= 32 * 1024) break;
+  }
+  if (per_thread < 1) return std::nullopt;
+  const int64_t TO = block * per_thread;
+  const int64_t tiles = (Lout + TO - 1) / TO;
+  const int64_t tasks = g.planes * tiles;
+  if (tasks > INT_MAX) return std::nullopt;
+  const std::string in_t = ctype(ctx.in_type(0).dtype);
+  const std::string K = ctx.kernel.name;
+  std::ostringstream os;
+  os << "namespace {\n"
+     << "// " << (is_max ? "max" : "avg") << "_pool1d over " << g.planes << " planes [" << L << "] -> [" << Lout
+     << "], kernel " << k << ", stride " << stride << ", padding " << pad
+     << (is_max ? ", dilation " + std::to_string(dil) : "") << ": tiles of " << TO << " outputs staged through " << span
+     << " elements of shared memory\n"
+     << "typedef " << T << " T;\n"
+     << "__global__ void __launch_bounds__(" << block << ") " << K << "_tiled(const " << in_t << "* __restrict__ in0, "
+     << ctype(t) << "* __restrict__ out) {\n"
+     << "  __shared__ T xs[" << span << "];\n"
+     << "  const long long plane = blockIdx.x / " << tiles << "LL;\n"
+     << "  const int t0 = (int)(blockIdx.x - plane * " << tiles << "LL) * " << TO << ";\n"
+     << "  const " << in_t << "* __restrict__ x = in0 + plane * " << L << "LL;\n"
+     << "  const int h0 = t0 * " << stride << " - " << pad << ";\n"
+     << "  for (int j = threadIdx.x; j < " << span << "; j += " << block << ") {\n"
+     << "    const int h = h0 + j;\n"
+     << "    xs[j] = (h >= 0 && h < " << L << ") ? " << load_expr("x[h]", ctx.in_type(0).dtype, T) << " : "
+     << (is_max ? "(T)(-INFINITY)" : "(T)0") << ";\n"
+     << "  }\n"
+     << "  __syncthreads();\n"
+     << "  " << ctype(t) << "* __restrict__ y = out + plane * " << Lout << "LL;\n"
+     << "#pragma unroll\n"
+     << "  for (int e = 0; e < " << per_thread << "; ++e) {\n"
+     << "    const int r = threadIdx.x + e * " << block << ";\n"
+     << "    const int o = t0 + r;\n"
+     << "    if (o >= " << Lout << ") break;\n"
+     << "    const T* w = xs + r * " << stride << ";\n";
+  if (is_max) {
+    os << "    T m = (T)(-INFINITY);\n"
+       << "#pragma unroll\n"
+       << "    for (int q = 0; q < " << k << "; ++q) {\n"
+       << "      const T v = w[q * " << dil << "];\n"
+       << "      if (v > m || isnan(v)) m = v;\n"
+       << "    }\n"
+       << "    y[o] = " << store_expr("m", t) << ";\n";
+  } else {
+    os << "    const int s = o * " << stride << " - " << pad << ";\n"
+       << "    int e1 = min(s + " << k << ", " << L + pad << ");\n"
+       << "    const int p = e1 - s;\n"
+       << "    const int b = max(s, 0);\n"
+       << "    e1 = min(e1, " << L << ");\n"
+       << "    if (b >= e1) {\n"
+       << "      y[o] = " << store_expr("(T)0", t) << ";\n"
+       << "      continue;\n"
+       << "    }\n"
+       << "    T sum = (T)0;\n"
+       << "#pragma unroll\n"
+       << "    for (int q = 0; q < " << k << "; ++q) sum += w[q];\n";
+    std::string div = has_div ? "(T)" + std::to_string(divisor) : include_pad ? "(T)p" : "(T)(e1 - b)";
+    os << "    y[o] = " << store_expr("sum / " + div, t) << ";\n";
+  }
+  os << "  }\n"
+     << "}\n"
+     << "}  // namespace\n\n"
+     << ctx.signature() << " {\n"
+     << "  " << K << "_tiled<<<" << tasks << "u, " << block << ", 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", "
+     << ctx.out_ptr() << ");\n"
+     << "  KF_LAUNCHED();\n"
+     << "  return 0;\n"
+     << "}\n";
+  KernelSource src = begin_source(ctx, half_headers(t));
+  src.code += os.str();
+  return src;
+}
+
 }  // namespace
 
 StatusOr<KernelSource> emit_Pool(const EmitContext& ctx) {
@@ -175,6 +267,10 @@ StatusOr<KernelSource> emit_Pool(const EmitContext& ctx) {
   std::string T = acc_type(t);
   std::string in_t = ctype(ctx.in_type(0).dtype);
   int block = static_cast<int>(ctx.kernel.knob("block", 256));
+  if (sp == 1 && g.out_sp[0] >= 512 && ctx.kernel.knob("tiled", 1) != 0) {
+    if (auto tiled = pool1d_tiled(ctx, g, is_max, ks[0], st[0], pd[0], dil[0], include_pad, has_div, divisor))
+      return *tiled;
+  }
 
   std::ostringstream k;
   k << "namespace {\n"

@@ -23,10 +23,11 @@ std::string to_out(ir::DType t, const std::string& expr) {
 }
 
 struct AccDef {
-  std::string code;    // the struct definition
-  std::string init;    // statement on `a`
-  std::string add;     // statement on `a`, `v`, `j`
-  std::string result;  // expression of `a`: the final value (before conversion to the output type)
+  std::string code;     // the struct definition
+  std::string init;     // statement on `a`
+  std::string add;      // statement on `a`, `v`, `j`
+  std::string add_vec;  // statement on `a` and four consecutive float elements v0..v3, or "" (reduce::Spec::add_vec)
+  std::string result;   // expression of `a`: the final value (before conversion to the output type)
   int bytes = 16;
 };
 
@@ -61,6 +62,7 @@ StatusOr<AccDef> reduce_acc(const ir::Node& node, const std::string& A, const st
       d.code = acc_struct(A, AT + " s;", CT + " x", "s += (" + AT + ")x;", "s += o.s;", {"s"});
       d.init = "a.s = 0;";
       d.add = "a.add(v);";
+      if (floating && !dbl) d.add_vec = "a.s += (double)((v0 + v1) + (v2 + v3));";
       d.result = node.op == ir::OpId::kSum ? "a.s" : "a.s / " + double_literal(static_cast<double>(N));
       d.bytes = 8;
       return d;
@@ -89,6 +91,7 @@ StatusOr<AccDef> reduce_acc(const ir::Node& node, const std::string& A, const st
       d.code = reduce::lse_acc(A, CT);
       d.init = "a.m = -INFINITY; a.s = 0.0;";
       d.add = "a.add(v);";
+      if (!dbl) d.add_vec = "a.add4(v0, v1, v2, v3);";
       d.result =
           "(kf_isnan(a.m) ? (double)NAN : ((a.m == INFINITY || a.m == -INFINITY) ? (double)a.m : (double)a.m + "
           "log(a.s)))";
@@ -195,6 +198,7 @@ StatusOr<KernelSource> emit_Reduce(const EmitContext& ctx) {
   s.init = acc.init;
   if (node.op == ir::OpId::kVar && layout.N > 0) s.init += " a.k = (double)" + s.prefix + "_LOAD(base);";
   s.add = acc.add;
+  s.add_vec = acc.add_vec;
   s.store = "out[o] = " + to_out(out.dtype, acc.result) + ";";
   s.params = "const " + ctype(in.dtype) + "* __restrict__ in0, " + ctype(out.dtype) + "* __restrict__ out";
   s.args = ctx.in_ptr(0) + ", " + ctx.out_ptr();

@@ -110,14 +110,22 @@ StatusOr<KernelSource> emit_Softmax(const EmitContext& ctx) {
     auto stats_loop = [&](const std::string& ind) {
       std::ostringstream os;
       if (vec) {
+        // Four vectors in flight per thread, each added with one rescale (lse add4).
         os << ind << "if (VEC) {\n"
            << ind << "  const float4* x4 = reinterpret_cast<const float4*>(x + j0);\n"
-           << ind << "  for (long long q = threadIdx.x; q < ((j1 - j0) >> 2); q += " << B << ") {\n"
+           << ind << "  const long long n4 = (j1 - j0) >> 2;\n"
+           << ind << "  long long q = threadIdx.x;\n"
+           << ind << "  for (; q + " << 3 * B << "LL < n4; q += " << 4 * B << "LL) {\n"
+           << ind << "    const float4 w0 = x4[q], w1 = x4[q + " << B << "LL], w2 = x4[q + " << 2 * B
+           << "LL], w3 = x4[q + " << 3 * B << "LL];\n"
+           << ind << "    a.add4(w0.x, w0.y, w0.z, w0.w);\n"
+           << ind << "    a.add4(w1.x, w1.y, w1.z, w1.w);\n"
+           << ind << "    a.add4(w2.x, w2.y, w2.z, w2.w);\n"
+           << ind << "    a.add4(w3.x, w3.y, w3.z, w3.w);\n"
+           << ind << "  }\n"
+           << ind << "  for (; q < n4; q += " << B << ") {\n"
            << ind << "    const float4 w = x4[q];\n"
-           << ind << "    a.add(w.x);\n"
-           << ind << "    a.add(w.y);\n"
-           << ind << "    a.add(w.z);\n"
-           << ind << "    a.add(w.w);\n"
+           << ind << "    a.add4(w.x, w.y, w.z, w.w);\n"
            << ind << "  }\n"
            << ind << "} else {\n"
            << ind << "  for (long long j = j0 + threadIdx.x; j < j1; j += " << B << ") a.add(" << load << "x[j]);\n"
@@ -133,6 +141,7 @@ StatusOr<KernelSource> emit_Softmax(const EmitContext& ctx) {
         os << ind << "if (VEC) {\n"
            << ind << "  const float4* x4 = reinterpret_cast<const float4*>(x + j0);\n"
            << ind << "  float4* y4 = reinterpret_cast<float4*>(y + j0);\n"
+           << ind << "#pragma unroll 4\n"
            << ind << "  for (long long q = threadIdx.x; q < ((j1 - j0) >> 2); q += " << B << ") {\n"
            << ind << "    const float4 w = x4[q];\n"
            << ind << "    float4 r;\n"

@@ -107,8 +107,25 @@ std::string lse_acc(const std::string& A, const std::string& CT) {
      << "    } else {\n"
      << "      m = NAN;\n"
      << "    }\n"
-     << "  }\n"
-     << "  __device__ __forceinline__ void merge(const " << A << "& o) {\n"
+     << "  }\n";
+  if (CT == "float") {
+    // Four elements at once: one rescale for their maximum, then four float exps summed (no branch
+    // per element; a new maximum costs one float exp, not a double one per element).
+    os << "  __device__ __forceinline__ void add4(float x0, float x1, float x2, float x3) {\n"
+       << "    if (kf_isnan(m) || kf_isnan(x0) || kf_isnan(x1) || kf_isnan(x2) || kf_isnan(x3)) {\n"
+       << "      m = NAN;\n"
+       << "      return;\n"
+       << "    }\n"
+       << "    const float b = fmaxf(fmaxf(x0, x1), fmaxf(x2, x3));\n"
+       << "    if (b > m) {\n"
+       << "      s = m == -INFINITY ? 0.0 : s * (double)expf(m - b);\n"
+       << "      m = b;\n"
+       << "    }\n"
+       << "    if (m == -INFINITY || m == INFINITY) return;\n"
+       << "    s += (double)((expf(x0 - m) + expf(x1 - m)) + (expf(x2 - m) + expf(x3 - m)));\n"
+       << "  }\n";
+  }
+  os << "  __device__ __forceinline__ void merge(const " << A << "& o) {\n"
      << "    if (kf_isnan(m) || kf_isnan(o.m)) {\n"
      << "      m = NAN;\n"
      << "    } else if (o.m > m) {\n"
@@ -272,6 +289,25 @@ Code emit(const Spec& s) {
         std::ostringstream a;
         a << indent << "{\n" << indent << "  const long long jq = j0 + 4LL * (" << q << ");\n";
         const char* lane[4] = {"x", "y", "z", "w"};
+        if (!s.add_vec.empty()) {
+          // The four elements as v0..v3, added at once.
+          a << indent << "  (void)jq;\n";
+          for (int l = 0; l < 4; ++l) {
+            const std::string w = "w" + std::to_string(k) + "." + lane[l];
+            const std::string v = "v" + std::to_string(l);
+            if (two) {
+              a << indent << "  " << s.elem << " " << v << "; { const float V0 = " << w << "; const float V1 = u" << k
+                << "." << lane[l] << "; " << v << " = " << s.vec_value << "; }\n";
+            } else if (!s.vec_value.empty()) {
+              a << indent << "  " << s.elem << " " << v << "; { const float V0 = " << w << "; " << v << " = "
+                << s.vec_value << "; }\n";
+            } else {
+              a << indent << "  const float " << v << " = " << w << ";\n";
+            }
+          }
+          a << indent << "  " << s.add_vec << "\n" << indent << "}\n";
+          return a.str();
+        }
         for (int l = 0; l < 4; ++l) {
           const std::string w = "w" + std::to_string(k) + "." + lane[l];
           a << indent << "  { ";

@@ -239,6 +239,31 @@ TEST(CodegenLayoutPool, MaxPoolPadsWithMinusInfinityAndKeepsNan) {
   EXPECT_TRUE(has(c, "if (v > m || isnan(v)) m = v;")) << c;
 }
 
+TEST(CodegenLayoutPool, LongRowsOfOneDimPoolsAreStagedInSharedMemoryTiles) {
+  // 41_Max_Pooling_1D's window: 2048 outputs per block read a span of 2047 + 7 * 3 + 1 inputs.
+  std::string c =
+      code_of("max_pool", {{"x", {2, 3, 5000}}},
+              R"({"kernel_size": [8], "stride": [1], "padding": [4], "dilation": [3], "ceil_mode": false})");
+  EXPECT_TRUE(has(c, "_tiled(")) << c;
+  EXPECT_TRUE(has(c, "__shared__ T xs[2069];")) << c;
+  EXPECT_TRUE(has(c, "xs[j] = (h >= 0 && h < 5000) ? (float)(x[h]) : (T)(-INFINITY);")) << c;
+  EXPECT_TRUE(has(c, "const T v = w[q * 3];")) << c;
+  EXPECT_TRUE(has(c, "if (v > m || isnan(v)) m = v;")) << c;
+  // Avg pads with zeros and keeps the per-output divisors; a stride of 2 doubles the span.
+  std::string a = code_of("avg_pool", {{"x", {2, 3, 5000}}},
+                          R"({"kernel_size": [5], "stride": [2], "padding": [2], "ceil_mode": true,
+                              "count_include_pad": false, "divisor_override": null})");
+  EXPECT_TRUE(has(a, "_tiled(")) << a;
+  EXPECT_TRUE(has(a, "__shared__ T xs[4099];")) << a;
+  EXPECT_TRUE(has(a, ": (T)0;")) << a;
+  EXPECT_TRUE(has(a, "sum / (T)(e1 - b)")) << a;
+  // Short rows keep one thread per output; the knob tiled = 0 as well.
+  EXPECT_FALSE(
+      has(code_of("max_pool", {{"x", {2, 3, 200}}},
+                  R"({"kernel_size": [2], "stride": [2], "padding": [0], "dilation": [1], "ceil_mode": false})"),
+          "_tiled("));
+}
+
 TEST(CodegenLayoutPool, AvgPoolDivisors) {
   const char* base =
       R"({"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": true, "count_include_pad": %s, "divisor_override": %s})";

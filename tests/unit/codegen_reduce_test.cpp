@@ -240,6 +240,21 @@ TEST(CodegenReduceEmit, EmptyOutputsAndEmptyReductions) {
 
 // ---- softmax ----
 
+TEST(CodegenReduceEmit, LogSumExpAddsFourLanesWithOneRescale) {
+  // Long float rows: the 16-byte path adds each vector with add4 (one exp per lane, one rescale for
+  // the vector's maximum); float64 keeps the per-element add.
+  Program p = emit_one("logsumexp", {{"x", {64, 4096}}}, R"({"dims": [1]})", {64});
+  const std::string& c = p.kernels[0].code;
+  EXPECT_TRUE(has(c, "void add4(float x0, float x1, float x2, float x3)")) << c;
+  EXPECT_TRUE(has(c, "a.add4(v0, v1, v2, v3);")) << c;
+  EXPECT_TRUE(has(c, "s = m == -INFINITY ? 0.0 : s * (double)expf(m - b);")) << c;
+  Program d = emit_one("logsumexp", {{"x", {64, 4096}, "float64"}}, R"({"dims": [1]})", {64}, "float64");
+  EXPECT_FALSE(has(d.kernels[0].code, "add4")) << d.kernels[0].code;
+  // Sums add a vector's four lanes in float, then once in double.
+  Program s = emit_one("sum", {{"x", {64, 4096}}}, R"({"dims": [1], "keepdim": false})", {64});
+  EXPECT_TRUE(has(s.kernels[0].code, "a.s += (double)((v0 + v1) + (v2 + v3));")) << s.kernels[0].code;
+}
+
 TEST(CodegenReduceSoftmax, StrategiesByShape) {
   auto code = [](const ir::Shape& s, int dim, const std::string& op = "softmax") {
     return emit_one(op, {{"x", s}}, "{\"dim\": " + std::to_string(dim) + "}", s).kernels[0];
@@ -249,6 +264,7 @@ TEST(CodegenReduceSoftmax, StrategiesByShape) {
   EXPECT_TRUE(has(big.code, "block per row"));
   EXPECT_TRUE(has(big.code, "k0_log_softmax_rows<true>"));
   EXPECT_TRUE(has(big.code, "log(a.s)"));
+  EXPECT_TRUE(has(big.code, "a.add4(w3.x, w3.y, w3.z, w3.w);")) << big.code;
   auto split = code({2, 300000}, 1);
   EXPECT_TRUE(has(split.code, "split"));
   EXPECT_EQ(split.launches, 2);
@@ -362,6 +378,11 @@ TEST(CodegenReduceBuild, ReductionsSoftmaxAndNorms) {
       {"norm", {"x"}, R"({"dims": [2], "p": 3.0})", {8, 33}},
       {"log_softmax", {"x"}, R"({"dim": 1})", {8, 33, 1000}},
       {"softmax", {"h"}, R"({"dim": 1})", {64, 3000}, "float16"},
+      {"logsumexp", {"x"}, R"({"dims": [1, 2]})", {8}},
+      {"max_pool",
+       {"x"},
+       R"({"kernel_size": [8], "stride": [1], "padding": [4], "dilation": [3], "ceil_mode": false})",
+       {8, 33, 987}},
       {"batch_norm", {"x", "w", "", "", ""}, R"({"training": true})", {8, 33, 1000}},
   };
   expect_builds(emit(graph_from_text(graph_json(ins, nodes))), "reduce-build-a");
