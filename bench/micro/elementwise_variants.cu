@@ -13,6 +13,8 @@
 //   tile_x4_128   the same with 128-thread blocks
 //   tile_x8_128   8 float4 per thread, 128-thread blocks
 //   stride_x4_cs  stride_x4 with streaming (evict-first) loads and stores
+//   tile_x1_256, tile_x1_128, tile_x2_256, tile_x2_128: tiles of one or two float4 per thread (torch's
+//                 vectorized kernel: 128 threads, one float4 each; Triton's relu: 128 threads, two)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -108,6 +110,14 @@ int main() {
        [](const float4* i, float4* o, long long m) { tile<128, 4><<<(unsigned)((m + 511) / 512), 128>>>(i, o, m); }},
       {"tile_x8_128",
        [](const float4* i, float4* o, long long m) { tile<128, 8><<<(unsigned)((m + 1023) / 1024), 128>>>(i, o, m); }},
+      {"tile_x1_256",
+       [](const float4* i, float4* o, long long m) { tile<256, 1><<<(unsigned)((m + 255) / 256), 256>>>(i, o, m); }},
+      {"tile_x1_128",
+       [](const float4* i, float4* o, long long m) { tile<128, 1><<<(unsigned)((m + 127) / 128), 128>>>(i, o, m); }},
+      {"tile_x2_256",
+       [](const float4* i, float4* o, long long m) { tile<256, 2><<<(unsigned)((m + 511) / 512), 256>>>(i, o, m); }},
+      {"tile_x2_128",
+       [](const float4* i, float4* o, long long m) { tile<128, 2><<<(unsigned)((m + 255) / 256), 128>>>(i, o, m); }},
       {"stride_x4_cs",
        [](const float4* i, float4* o, long long m) { stride_x4<true><<<capped((m + 1023) / 1024), 256>>>(i, o, m); }},
   };

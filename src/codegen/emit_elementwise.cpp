@@ -18,6 +18,10 @@ namespace {
 // per block. bench/micro/elementwise_variants.cu on the H200 (relu, 1.6e9 floats): 3.10 ms in tiles of
 // 4 vectors per thread, 3.24 ms grid-stride (one vector or four per iteration alike), 4.15 vs 3.97 TB/s.
 constexpr int64_t kDefaultWalk = 1;
+// 16-byte vectors per thread when the knob "unroll" is not set. The H200 (bench/results/
+// 2026-12-04-elementwise-launch-shapes_84da221.txt, the same relu): tiles of one vector per thread
+// 3.03 ms (256 threads) and 3.02 (128, torch's shape), two 3.11, four 3.14 (kforge's until then).
+constexpr int64_t kDefaultUnroll = 1;
 
 struct ElementwiseRule {
   ir::OpId op;
@@ -350,7 +354,7 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   auto vec_t = [&](ir::ValueIndex v) { return ir::is_floating(g.type(v).dtype) ? "float4" : "int4"; };
   // Each thread loads `unroll` 16-byte vectors (a block or a grid apart, so a warp's accesses stay
   // contiguous) before it computes and stores any: more bytes in flight per thread.
-  const int64_t unroll = ctx.kernel.knob("unroll", 4);
+  const int64_t unroll = ctx.kernel.knob("unroll", kDefaultUnroll);
   if (unroll < 1 || unroll > 8)
     return invalid_argument("kernel " + name + ": the knob unroll must be 1 to 8 (vectors per thread), not " +
                             std::to_string(unroll));

@@ -53,6 +53,7 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
   reduce::Layout layout;
   std::string group_of;   // expression of element index i: the statistics group
   std::string affine_of;  // expression of i: the weight/bias index
+  int64_t period = 1;     // runs of this many consecutive elements share their group and affine index
   int64_t groups = 0;
   switch (node.op) {
     case ir::OpId::kBatchNorm: {
@@ -63,6 +64,7 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
       groups = C;
       group_of = "((i / " + ll(HW) + ") % " + ll(C) + ")";
       affine_of = group_of;
+      period = HW;
       break;
     }
     case ir::OpId::kInstanceNorm: {
@@ -71,6 +73,7 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
       groups = batch_stats ? N * C : C;
       group_of = batch_stats ? "(i / " + ll(HW) + ")" : "((i / " + ll(HW) + ") % " + ll(C) + ")";
       affine_of = "((i / " + ll(HW) + ") % " + ll(C) + ")";
+      period = HW;
       break;
     }
     case ir::OpId::kGroupNorm: {
@@ -81,6 +84,7 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
       groups = N * G;
       group_of = "(i / " + ll(per) + ")";
       affine_of = "((i / " + ll(HW) + ") % " + ll(C) + ")";
+      period = HW;
       break;
     }
     case ir::OpId::kLayerNorm: {
@@ -92,6 +96,7 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
       groups = rows;
       group_of = "(i / " + ll(D) + ")";
       affine_of = "(i % " + ll(D) + ")";
+      period = ctx.has_input(1) || ctx.has_input(2) ? 1 : D;
       break;
     }
     default: return unsupported("no normalization rule for " + ir::describe(ctx.graph, node));
@@ -188,33 +193,76 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
   params << ", " << ctype(out.dtype) << "* __restrict__ y";
   args << ", " << ctx.out_ptr();
   const int block = static_cast<int>(ctx.kernel.knob("block", 256));
-  dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_apply(" << params.str() << ") {\n"
-      << "  KF_GRID_STRIDE(i, " << ll(numel) << ") {\n"
-      << "    const long long g = " << group_of << ";\n"
-      << "    (void)g;\n";
-  std::string centered = "(" + load(in.dtype, CT, "x[i]") + " - mean)";
-  if (batch_stats && CT == "double") {
-    dev << "    const double2 st = stats[g];\n"
-        << "    const double mean = st.x, rstd = st.y;\n";
-  } else if (batch_stats) {
-    dev << "    const float4 st = stats[g];\n"
-        << "    const float mean = st.x, mean_lo = st.y, rstd = st.z;\n";
-    centered = "((" + load(in.dtype, CT, "x[i]") + " - mean) - mean_lo)";
-  } else {
-    dev << "    const " << CT << " mean = " << load(ctx.in_type(3).dtype, CT, "p3[g]") << ";\n"
-        << "    const " << CT << " rstd = (" << CT << ")1 / sqrt(" << load(ctx.in_type(4).dtype, CT, "p4[g]") << " + ("
-        << CT << ")" << eps_lit << ");\n";
+  // The statements that normalize element x_expr (its group and affine index from i) into `v`.
+  auto normalize = [&](const std::string& x_expr, const std::string& ind) {
+    std::ostringstream b;
+    b << ind << "const long long g = " << group_of << ";\n" << ind << "(void)g;\n";
+    std::string centered = "(" + x_expr + " - mean)";
+    if (batch_stats && CT == "double") {
+      b << ind << "const double2 st = stats[g];\n" << ind << "const double mean = st.x, rstd = st.y;\n";
+    } else if (batch_stats) {
+      b << ind << "const float4 st = stats[g];\n"
+        << ind << "const float mean = st.x, mean_lo = st.y, rstd = st.z;\n";
+      centered = "((" + x_expr + " - mean) - mean_lo)";
+    } else {
+      b << ind << "const " << CT << " mean = " << load(ctx.in_type(3).dtype, CT, "p3[g]") << ";\n"
+        << ind << "const " << CT << " rstd = (" << CT << ")1 / sqrt(" << load(ctx.in_type(4).dtype, CT, "p4[g]")
+        << " + (" << CT << ")" << eps_lit << ");\n";
+    }
+    if (has_w || has_b) b << ind << "const long long c = " << affine_of << ";\n";
+    if (has_w) b << ind << "const " << CT << " w = " << load(ctx.in_type(1).dtype, CT, "p1[c]") << ";\n";
+    if (has_b) b << ind << "const " << CT << " bb = " << load(ctx.in_type(2).dtype, CT, "p2[c]") << ";\n";
+    return std::make_pair(b.str(), centered);
+  };
+  auto finish = [&](const std::string& centered) {
+    std::string v = centered + " * rstd";
+    if (has_w) v = "(" + v + ") * w";
+    if (has_b) v = "(" + v + ") + bb";
+    return v;
+  };
+  {
+    auto [pre, centered] = normalize(load(in.dtype, CT, "x[i]"), "    ");
+    dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_apply(" << params.str() << ") {\n"
+        << "  KF_GRID_STRIDE(i, " << ll(numel) << ") {\n"
+        << pre << "    const " << CT << " v = " << finish(centered) << ";\n"
+        << "    y[i] = " << to_out(out.dtype, "v") << ";\n"
+        << "  }\n"
+        << "}\n";
   }
-  dev << "    " << CT << " v = " << centered << " * rstd;\n";
-  if (has_w || has_b) dev << "    const long long c = " << affine_of << ";\n";
-  if (has_w) dev << "    v = v * " << load(ctx.in_type(1).dtype, CT, "p1[c]") << ";\n";
-  if (has_b) dev << "    v = v + " << load(ctx.in_type(2).dtype, CT, "p2[c]") << ";\n";
-  dev << "    y[i] = " << to_out(out.dtype, "v") << ";\n"
-      << "  }\n"
-      << "}\n";
-  host << "  " << K << "_apply<<<kf_grid(" << ll(numel) << ", " << block << "), " << block << ", 0, ctx->stream>>>("
-       << args.str() << ");\n"
-       << "  KF_LAUNCHED();\n";
+  // float32 with runs of a multiple of 4 elements sharing their group and parameters: one 16-byte
+  // load and store per thread, one tile of `block` vectors per block (the elementwise kernel's shape).
+  const bool vec = in.dtype == ir::DType::kFloat32 && out.dtype == ir::DType::kFloat32 && period % 4 == 0 &&
+                   numel % 4 == 0 && numel / 4 / block < 2147483647LL && ctx.kernel.knob("vector", 1) != 0;
+  if (vec) {
+    auto [pre, centered] = normalize("X", "  ");
+    std::string lanes;
+    for (const char* l : {"x", "y", "z", "w"}) {
+      std::string c = centered;
+      c.replace(c.find("X"), 1, std::string("xv.") + l);
+      lanes += "  r." + std::string(l) + " = " + finish(c) + ";\n";
+    }
+    dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_apply4(" << params.str() << ") {\n"
+        << "  const long long q = (long long)blockIdx.x * " << block << " + threadIdx.x;\n"
+        << "  if (q >= " << ll(numel / 4) << ") return;\n"
+        << "  const long long i = q * 4;\n"
+        << pre << "  const float4 xv = reinterpret_cast<const float4*>(x)[q];\n"
+        << "  float4 r;\n"
+        << lanes << "  reinterpret_cast<float4*>(y)[q] = r;\n"
+        << "}\n";
+    host << "  if (((reinterpret_cast<uintptr_t>(" << ctx.in_ptr(0) << ") | reinterpret_cast<uintptr_t>("
+         << ctx.out_ptr() << ")) & 15) == 0) {\n"
+         << "    " << K << "_apply4<<<" << (numel / 4 + block - 1) / block << "u, " << block
+         << ", 0, ctx->stream>>>(" << args.str() << ");\n"
+         << "  } else {\n"
+         << "    " << K << "_apply<<<kf_grid(" << ll(numel) << ", " << block << "), " << block
+         << ", 0, ctx->stream>>>(" << args.str() << ");\n"
+         << "  }\n"
+         << "  KF_LAUNCHED();\n";
+  } else {
+    host << "  " << K << "_apply<<<kf_grid(" << ll(numel) << ", " << block << "), " << block
+         << ", 0, ctx->stream>>>(" << args.str() << ");\n"
+         << "  KF_LAUNCHED();\n";
+  }
   launches += 1;
 
   std::ostringstream os;

@@ -9,21 +9,21 @@ __global__ void __launch_bounds__(256) k0_add_kernel(const float* __restrict__ i
     out[i] = r2;
   }
 }
-// The same chain, 4 elements per 16-byte load and store, 4 vectors per thread in flight, one tile per block.
+// The same chain, 4 elements per 16-byte load and store, 1 vectors per thread in flight, one tile per block.
 __global__ void __launch_bounds__(256) k0_add_kernel_x4(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out) {
   const int64_t step = blockDim.x;
   {
-    const int64_t q0 = (int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x;
-    float4 p0[4];
+    const int64_t q0 = (int64_t)blockIdx.x * blockDim.x * 1 + threadIdx.x;
+    float4 p0[1];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < 1; ++u) {
       const int64_t q = q0 + u * step;
       if (q < 3686400LL) {
         p0[u] = reinterpret_cast<const float4*>(in0)[q];
       }
     }
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < 1; ++u) {
     const int64_t q = q0 + u * step;
     if (q >= 3686400LL) break;
     const float* v0 = reinterpret_cast<const float*>(&p0[u]);
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(256) k0_add_kernel_x4(const float* __restrict_
 
 extern "C" int k0_add(KfContext* ctx, void* const* bufs) {
   if ((reinterpret_cast<uintptr_t>(((float*)bufs[2])) | reinterpret_cast<uintptr_t>(((const float*)bufs[0]))) % 16 == 0) {
-    k0_add_kernel_x4<<<3600u, 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
+    k0_add_kernel_x4<<<14400u, 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
   } else {
     k0_add_kernel<<<kf_grid(14745600LL, 256), 256, 0, ctx->stream>>>(((const float*)bufs[0]), ((const float*)bufs[1]), ((float*)bufs[2]));
   }

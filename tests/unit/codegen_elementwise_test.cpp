@@ -51,13 +51,18 @@ TEST(CodegenElementwise, ReluGolden) {
 TEST(CodegenElementwise, VectorWalkKnob) {
   ir::Graph g = graph_from_text(one_node_graph("relu", {{"x", {1000, 1000}}}, "{}", {1000, 1000}));
   auto s = schedule::plan_one_kernel_per_op(g);
-  // Default: a tile of 256 threads x 4 vectors per block, no loop (250000 vectors -> 245 blocks).
+  // Default: a tile of 256 threads x 1 vector per block, no loop (250000 vectors -> 977 blocks).
   auto tiles = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
   ASSERT_TRUE(tiles.is_ok());
-  EXPECT_NE(tiles->kernels[0].code.find("const int64_t q0 = (int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x;"),
+  EXPECT_NE(tiles->kernels[0].code.find("const int64_t q0 = (int64_t)blockIdx.x * blockDim.x * 1 + threadIdx.x;"),
             std::string::npos)
       << tiles->kernels[0].code;
-  EXPECT_NE(tiles->kernels[0].code.find("_x4<<<245u, 256"), std::string::npos) << tiles->kernels[0].code;
+  EXPECT_NE(tiles->kernels[0].code.find("_x4<<<977u, 256"), std::string::npos) << tiles->kernels[0].code;
+  // unroll = 4: four vectors per thread (245 blocks).
+  s.kernels[0].knobs["unroll"] = 4;
+  auto four = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
+  ASSERT_TRUE(four.is_ok());
+  EXPECT_NE(four->kernels[0].code.find("_x4<<<245u, 256"), std::string::npos) << four->kernels[0].code;
   // walk = 0: grid-stride loops over a capped grid; unroll = 2: two vectors per thread in flight.
   s.kernels[0].knobs["walk"] = 0;
   s.kernels[0].knobs["unroll"] = 2;

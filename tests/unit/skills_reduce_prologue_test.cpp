@@ -119,7 +119,8 @@ TEST(ReducePrologue, FullShapeFloatOperandsAreLoadedSixteenBytesAtATime) {
   ASSERT_TRUE(p1.is_ok()) << p1.status().message();
   const std::string& c1 = p1->kernels[0].code;
   EXPECT_TRUE(has(c1, "__device__ __forceinline__ float k1_sum_prologue_lanes(const float a0)")) << c1;
-  EXPECT_TRUE(has(c1, "const float V0 = w0.x; const float v = k1_sum_prologue_lanes(V0);")) << c1;
+  EXPECT_TRUE(has(c1, "float v0; { const float V0 = w0.x; v0 = k1_sum_prologue_lanes(V0); }")) << c1;
+  EXPECT_TRUE(has(c1, "a.s += (double)((v0 + v1) + (v2 + v3));")) << c1;
   EXPECT_TRUE(has(c1, "k1_sum_r_rows<true><<<")) << c1;
   // Two same-shape operands: both loaded as vectors, both alignments checked.
   ir::Graph two = graph_from_text(mean_squared_difference("[8, 4096]"));
