@@ -201,8 +201,7 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
     if (batch_stats && CT == "double") {
       b << ind << "const double2 st = stats[g];\n" << ind << "const double mean = st.x, rstd = st.y;\n";
     } else if (batch_stats) {
-      b << ind << "const float4 st = stats[g];\n"
-        << ind << "const float mean = st.x, mean_lo = st.y, rstd = st.z;\n";
+      b << ind << "const float4 st = stats[g];\n" << ind << "const float mean = st.x, mean_lo = st.y, rstd = st.z;\n";
       centered = "((" + x_expr + " - mean) - mean_lo)";
     } else {
       b << ind << "const " << CT << " mean = " << load(ctx.in_type(3).dtype, CT, "p3[g]") << ";\n"
@@ -251,16 +250,16 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
         << "}\n";
     host << "  if (((reinterpret_cast<uintptr_t>(" << ctx.in_ptr(0) << ") | reinterpret_cast<uintptr_t>("
          << ctx.out_ptr() << ")) & 15) == 0) {\n"
-         << "    " << K << "_apply4<<<" << (numel / 4 + block - 1) / block << "u, " << block
-         << ", 0, ctx->stream>>>(" << args.str() << ");\n"
+         << "    " << K << "_apply4<<<" << (numel / 4 + block - 1) / block << "u, " << block << ", 0, ctx->stream>>>("
+         << args.str() << ");\n"
          << "  } else {\n"
-         << "    " << K << "_apply<<<kf_grid(" << ll(numel) << ", " << block << "), " << block
-         << ", 0, ctx->stream>>>(" << args.str() << ");\n"
+         << "    " << K << "_apply<<<kf_grid(" << ll(numel) << ", " << block << "), " << block << ", 0, ctx->stream>>>("
+         << args.str() << ");\n"
          << "  }\n"
          << "  KF_LAUNCHED();\n";
   } else {
-    host << "  " << K << "_apply<<<kf_grid(" << ll(numel) << ", " << block << "), " << block
-         << ", 0, ctx->stream>>>(" << args.str() << ");\n"
+    host << "  " << K << "_apply<<<kf_grid(" << ll(numel) << ", " << block << "), " << block << ", 0, ctx->stream>>>("
+         << args.str() << ");\n"
          << "  KF_LAUNCHED();\n";
   }
   launches += 1;

@@ -310,6 +310,27 @@ TEST(CodegenReduceNorm, GroupAndLayerNormGroups) {
   EXPECT_TRUE(has(ln.kernels[0].code, "split"));  // 16 rows of 4M elements: split over blocks
 }
 
+TEST(CodegenReduceNorm, NormalizationPassIsVectorizedWhenRunsOfFourShareParameters) {
+  // Group norm over 20x20 planes: runs of 400 elements share group and channel: 16-byte tiles, with
+  // the scalar kernel for unaligned pointers.
+  std::vector<In> ins = {{"x", {8, 32, 20, 20}}, {"w", {32}}, {"b", {32}}};
+  Program gn = emit(
+      graph_from_text(graph_json(ins, {{"group_norm", {"x", "w", "b"}, R"({"num_groups": 4})", {8, 32, 20, 20}}})));
+  const std::string& c = gn.kernels[0].code;
+  EXPECT_TRUE(has(c, "k0_group_norm_apply4<<<100u, 256")) << c;  // 102400 / 4 vectors, 256 per block
+  EXPECT_TRUE(has(c, "r.w = ((((xv.w - mean) - mean_lo) * rstd) * w) + bb;")) << c;
+  EXPECT_TRUE(has(c, "k0_group_norm_apply<<<kf_grid(")) << c;
+  // Planes of 5 elements, and layer norm's per-element weight: the scalar pass only.
+  std::vector<In> odd = {{"x", {4, 8, 5}}, {"w", {8}}, {"b", {8}}};
+  Program bn = emit(
+      graph_from_text(graph_json(odd, {{"batch_norm", {"x", "w", "b", "", ""}, R"({"training": true})", {4, 8, 5}}})));
+  EXPECT_FALSE(has(bn.kernels[0].code, "_apply4")) << bn.kernels[0].code;
+  std::vector<In> lins = {{"x", {16, 64}}, {"w", {64}}, {"b", {64}}};
+  Program ln = emit(
+      graph_from_text(graph_json(lins, {{"layer_norm", {"x", "w", "b"}, R"({"normalized_shape": [64]})", {16, 64}}})));
+  EXPECT_FALSE(has(ln.kernels[0].code, "_apply4")) << ln.kernels[0].code;
+}
+
 // ---- scan ----
 
 TEST(CodegenReduceScan, BlockScanAndChunks) {
@@ -384,6 +405,7 @@ TEST(CodegenReduceBuild, ReductionsSoftmaxAndNorms) {
        R"({"kernel_size": [8], "stride": [1], "padding": [4], "dilation": [3], "ceil_mode": false})",
        {8, 33, 987}},
       {"batch_norm", {"x", "w", "", "", ""}, R"({"training": true})", {8, 33, 1000}},
+      {"instance_norm", {"x", "", "", "", ""}, R"({"use_input_stats": true})", {8, 33, 1000}},
   };
   expect_builds(emit(graph_from_text(graph_json(ins, nodes))), "reduce-build-a");
 }
