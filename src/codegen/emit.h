@@ -117,12 +117,18 @@ StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std
 // caller: only when every operand is a full-shape float tensor (read at the element's own offset), there
 // are one or two of them, the result is a float, and nothing else depends on the index. The function
 // takes the operands' values in `lane_values` order: `float NAME(float a<v>, ...)`.
+// With `indexed`, operands that are not full-shape (broadcast ones: a per-column target, a bias) are
+// allowed too: they are read at their broadcast offset of the element's linear index, which the function
+// then takes first, and their pointers follow the lanes: `float NAME(long long i, float a<v>, ...,
+// const T* __restrict__ in<p>, ...)`.
 struct LaneFunction {
   std::string code;
   std::vector<ir::ValueIndex> lane_values;
+  bool takes_index = false;              // the first parameter is `long long i`
+  std::vector<ir::ValueIndex> pointers;  // operands read by index (in<p>), after the lanes
 };
 std::optional<LaneFunction> pointwise_lane_function(const EmitContext& ctx, const std::vector<int>& nodes,
-                                                    const std::string& name);
+                                                    const std::string& name, bool indexed = false);
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx);
 

@@ -464,7 +464,7 @@ StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std
 }
 
 std::optional<LaneFunction> pointwise_lane_function(const EmitContext& ctx, const std::vector<int>& nodes,
-                                                    const std::string& name) {
+                                                    const std::string& name, bool indexed) {
   const ir::Graph& g = ctx.graph;
   for (int k : nodes) {
     if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(k)])) return std::nullopt;
@@ -473,21 +473,29 @@ std::optional<LaneFunction> pointwise_lane_function(const EmitContext& ctx, cons
   if (g.type(result).dtype != ir::DType::kFloat32) return std::nullopt;
   std::vector<ir::ValueIndex> params, lanes;
   auto body = chain_statements(g, nodes, {}, /*vec=*/true, params, lanes);
-  if (!body.is_ok() || lanes.empty() || lanes.size() > 2 || params.size() != lanes.size()) return std::nullopt;
+  if (!body.is_ok() || lanes.empty() || lanes.size() > 2) return std::nullopt;
+  if (params.size() != lanes.size() && !indexed) return std::nullopt;
   for (auto v : lanes) {
     if (g.type(v).dtype != ir::DType::kFloat32) return std::nullopt;
   }
-  // The statements may read the element index `i` only through operands, which are all lanes here; an
-  // op whose value depends on the index itself keeps the offset form.
+  // Without `indexed` the statements may read the element index `i` only through operands, which are
+  // all lanes then; an op whose value depends on the index itself keeps the offset form.
   static const std::regex uses_index(R"(\bi\b)");
-  if (std::regex_search(*body, uses_index)) return std::nullopt;
+  const bool reads_index = std::regex_search(*body, uses_index);
+  if (reads_index && !indexed) return std::nullopt;
   LaneFunction f;
   f.lane_values = lanes;
-  std::string decl, views;
+  f.takes_index = reads_index;
+  std::string decl = reads_index ? "const long long i" : "", views;
   for (size_t j = 0; j < lanes.size(); ++j) {
     const std::string v = std::to_string(lanes[j]);
-    decl += (j ? ", " : "") + std::string("const float a") + v;
+    decl += (decl.empty() ? "" : ", ") + std::string("const float a") + v;
     views += "    const float* v" + v + " = &a" + v + ";\n";
+  }
+  for (auto p : params) {
+    if (std::find(lanes.begin(), lanes.end(), p) != lanes.end()) continue;
+    f.pointers.push_back(p);
+    decl += ", const " + ctype(g.type(p).dtype) + "* __restrict__ in" + std::to_string(p);
   }
   f.code = "__device__ __forceinline__ float " + name + "(" + decl + ") {\n    const int l = 0;\n" + views + *body +
            "    return r" + std::to_string(result) + ";\n}\n";

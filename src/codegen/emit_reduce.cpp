@@ -224,7 +224,7 @@ StatusOr<KernelSource> emit_Reduce(const EmitContext& ctx) {
     // Full-shape float operands only (one or two): the rows loop loads them 16 bytes at a time and
     // computes the prologue on the lanes.
     if (CT == "float") {
-      if (auto lanes = pointwise_lane_function(ctx, prologue, fn + "_lanes")) {
+      if (auto lanes = pointwise_lane_function(ctx, prologue, fn + "_lanes", /*indexed=*/true)) {
         const auto& lv = lanes->lane_values;
         s.vec_ptr = "in" + std::to_string(lv[0]);
         s.vec_host = ctx.ptr(lv[0], false);
@@ -232,7 +232,11 @@ StatusOr<KernelSource> emit_Reduce(const EmitContext& ctx) {
           s.vec_ptr2 = "in" + std::to_string(lv[1]);
           s.vec_host2 = ctx.ptr(lv[1], false);
         }
-        s.vec_value = fn + "_lanes(V0" + std::string(lv.size() == 2 ? ", V1" : "") + ")";
+        // Broadcast operands (a per-column target) are read by the lane's element offset, base + jl.
+        std::string call = lanes->takes_index ? "base + jl, V0" : "V0";
+        if (lv.size() == 2) call += ", V1";
+        for (auto p : lanes->pointers) call += ", in" + std::to_string(p);
+        s.vec_value = fn + "_lanes(" + call + ")";
         acc.code = lanes->code + "\n" + acc.code;
       }
     }

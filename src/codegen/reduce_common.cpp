@@ -295,12 +295,13 @@ Code emit(const Spec& s) {
           for (int l = 0; l < 4; ++l) {
             const std::string w = "w" + std::to_string(k) + "." + lane[l];
             const std::string v = "v" + std::to_string(l);
+            const std::string jl = "const long long jl = jq + " + std::to_string(l) + "; (void)jl; ";
             if (two) {
-              a << indent << "  " << s.elem << " " << v << "; { const float V0 = " << w << "; const float V1 = u" << k
-                << "." << lane[l] << "; " << v << " = " << s.vec_value << "; }\n";
+              a << indent << "  " << s.elem << " " << v << "; { " << jl << "const float V0 = " << w
+                << "; const float V1 = u" << k << "." << lane[l] << "; " << v << " = " << s.vec_value << "; }\n";
             } else if (!s.vec_value.empty()) {
-              a << indent << "  " << s.elem << " " << v << "; { const float V0 = " << w << "; " << v << " = "
-                << s.vec_value << "; }\n";
+              a << indent << "  " << s.elem << " " << v << "; { " << jl << "const float V0 = " << w << "; " << v
+                << " = " << s.vec_value << "; }\n";
             } else {
               a << indent << "  const float " << v << " = " << w << ";\n";
             }
@@ -310,7 +311,7 @@ Code emit(const Spec& s) {
         }
         for (int l = 0; l < 4; ++l) {
           const std::string w = "w" + std::to_string(k) + "." + lane[l];
-          a << indent << "  { ";
+          a << indent << "  { const long long jl = jq" << (l ? " + " + std::to_string(l) : "") << "; (void)jl; ";
           if (two) {
             a << "const float V0 = " << w << "; const float V1 = u" << k << "." << lane[l] << "; const " << s.elem
               << " v = " << s.vec_value << ";";

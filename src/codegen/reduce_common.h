@@ -58,7 +58,8 @@ struct Spec {
                         // loads on contiguous rows), or ""
   std::string vec_host;  // the host expression of that pointer
   // With vec_ptr: a second const float* read at the same offsets (or none), and the element as an
-  // expression of the lanes V0 (vec_ptr[off]) and V1 (vec_ptr2[off]), of type elem; it must equal `load`.
+  // expression of the lanes V0 (vec_ptr[off]) and V1 (vec_ptr2[off]) and of jl (the lane's reduced
+  // index: its offset is base + jl), of type elem; it must equal `load`.
   // vec_value empty: one pointer, the element is its lane.
   std::string vec_ptr2, vec_host2, vec_value;
   size_t workspace_offset = 0;  // where its partials go in ctx->workspace

@@ -3,7 +3,8 @@ strategies whose edge cases random inputs in [0, 1) never reach:
   - 1-D pooling through shared memory (tiles of outputs; padding, dilation, stride, ceil_mode, avg's
     divisors), on rows long enough to take that path;
   - the log-sum-exp accumulator's four-at-a-time add (cross_entropy, logsumexp, softmax, log_softmax)
-    with -inf, +inf and NaN logits, whole rows of -inf, and rows whose maximum comes late.
+    with -inf, +inf and NaN logits, whole rows of -inf, and rows whose maximum comes late;
+  - a reduction's prologue with a broadcast operand read by index beside 16-byte lanes (hinge loss).
 Each problem is built (`kforge build`), verified by `kforge evaluate` on fresh random inputs (the
 harness: poisoned outputs, both protocols' tolerances), then its ModelNew is run here on inputs with
 those special values and compared with the problem's Model, NaN where torch has NaN."""
@@ -32,16 +33,20 @@ CASES = {
     "logsumexp": ("nn.Identity()", "return torch.logsumexp(x, dim=1)", [(64, 4096)]),
     "softmax_long_rows": ("nn.Identity()", "return torch.softmax(x, dim=1)", [(8, 20000)]),
     "log_softmax_long_rows": ("nn.Identity()", "return torch.log_softmax(x, dim=-1)", [(8, 20000)]),
+    "hinge_broadcast_target": ("nn.Identity()", "return torch.mean(torch.clamp(1 - x * t, min=0))",
+                               [(64, 4096), (4096,)]),
 }
 
 
 def problem_source(name):
     init, body, shapes = CASES[name]
     takes_target = "cross_entropy" in body
-    args = "x, t" if takes_target else "x"
+    args = "x, t" if takes_target or len(shapes) == 2 else "x"
     inputs = ", ".join(f"torch.rand{s}" for s in shapes)
     if takes_target:
         inputs += f", torch.randint(0, {shapes[0][1]}, ({shapes[0][0]},))"
+    elif len(shapes) == 2:
+        inputs = f"torch.rand{shapes[0]}, torch.randint(0, 2, {shapes[1]}).float() * 2 - 1"
     return textwrap.dedent(f"""
         import torch
         import torch.nn as nn
@@ -71,6 +76,9 @@ def special_inputs(name, torch):
     g = torch.Generator().manual_seed(7)
     x = torch.rand(*shapes[0], generator=g) * 4 - 2
     flat = x.view(-1, shapes[0][-1])
+    if "hinge" in name:  # values in [-2, 2): both sides of the hinge (random [0, 1) inputs are mostly below 1)
+        t = torch.randint(0, 2, shapes[1], generator=g).float() * 2 - 1
+        return [x.cuda(), t.cuda()]
     if "pool" in name:
         flat[0, :7] = -float("inf")           # a window of -inf only at the row's start
         flat[1, 100] = float("inf")
@@ -110,6 +118,8 @@ def test_generated_kernel_matches_torch_on_random_and_special_inputs(tmp_path, n
     kernels = "".join(p.read_text() for p in (out / "kernels").glob("k*.cu"))
     if "pool" in name:
         assert "_tiled" in kernels, "the 1-D pool did not take the shared-memory tiles"
+    elif "hinge" in name:
+        assert "_prologue_lanes(base + jl" in kernels, "the broadcast operand did not ride beside 16-byte lanes"
     else:
         assert "add4(" in kernels, "the log-sum-exp did not take the four-at-a-time add"
     r = subprocess.run([KFORGE, "evaluate", str(path), str(out / "model_new.py"), "--protocol", "kernelbench",

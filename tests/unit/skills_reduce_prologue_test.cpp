@@ -119,7 +119,10 @@ TEST(ReducePrologue, FullShapeFloatOperandsAreLoadedSixteenBytesAtATime) {
   ASSERT_TRUE(p1.is_ok()) << p1.status().message();
   const std::string& c1 = p1->kernels[0].code;
   EXPECT_TRUE(has(c1, "__device__ __forceinline__ float k1_sum_prologue_lanes(const float a0)")) << c1;
-  EXPECT_TRUE(has(c1, "float v0; { const float V0 = w0.x; v0 = k1_sum_prologue_lanes(V0); }")) << c1;
+  EXPECT_TRUE(has(
+      c1,
+      "float v0; { const long long jl = jq + 0; (void)jl; const float V0 = w0.x; v0 = k1_sum_prologue_lanes(V0); }"))
+      << c1;
   EXPECT_TRUE(has(c1, "a.s += (double)((v0 + v1) + (v2 + v3));")) << c1;
   EXPECT_TRUE(has(c1, "k1_sum_r_rows<true><<<")) << c1;
   // Two same-shape operands: both loaded as vectors, both alignments checked.
@@ -139,12 +142,19 @@ TEST(ReducePrologue, FullShapeFloatOperandsAreLoadedSixteenBytesAtATime) {
   // The offset form stays for unaligned pointers.
   EXPECT_TRUE(has(c2, "_rows<false><<<")) << c2;
   kforge::testing::expect_builds_with_nvcc(p2.value(), "reduce-prologue-lanes-build");
-  // A broadcast operand is read by index: no lanes, the offset form only.
+  // A broadcast operand (100_HingeLoss's per-column target): the full-shape operand still comes in
+  // 16-byte lanes, the broadcast one is read at the lane's element offset, base + jl.
   ir::Graph bcast = graph_from_text(mean_squared_difference("[4096]"));
   auto p3 =
       codegen::emit_program(bcast, plan_default(bcast).value(), {.library_file = "lib.so", .reference_source = "#\n"});
   ASSERT_TRUE(p3.is_ok()) << p3.status().message();
-  EXPECT_FALSE(has(p3->kernels[0].code, "_lanes")) << p3->kernels[0].code;
+  const std::string& c3 = p3->kernels[0].code;
+  EXPECT_TRUE(has(c3, "_prologue_lanes(const long long i, const float a0, const float* __restrict__ in1)")) << c3;
+  EXPECT_TRUE(has(c3, "in1[((unsigned)(i) % 4096u)]")) << c3;
+  EXPECT_TRUE(has(c3, "const long long jl = jq + 3; (void)jl; const float V0 = w0.w; v3 = ")) << c3;
+  EXPECT_TRUE(has(c3, "_prologue_lanes(base + jl, V0, in1)")) << c3;
+  EXPECT_TRUE(has(c3, "_rows<false><<<")) << c3;  // the offset form for unaligned pointers
+  kforge::testing::expect_builds_with_nvcc(p3.value(), "reduce-prologue-broadcast-lanes-build");
 }
 
 }  // namespace
