@@ -376,15 +376,18 @@ StatusOr<KernelSource> emit_Loss(const EmitContext& ctx) {
     if (prologue.empty()) {
       s.vec_ptr = "in0";
       s.vec_host = ctx.in_ptr(0);
-      s.vec_value = "(double)" + K + "_elem(V0, V1)";
+      s.vec_value = K + "_elem(V0, V1)";
     } else if (lanes && lanes->lane_values.size() == 1) {
       s.vec_ptr = "in" + std::to_string(lanes->lane_values[0]);
       s.vec_host = ctx.ptr(lanes->lane_values[0], false);
-      s.vec_value = "(double)" + K + "_elem(" + K + "_prologue_lanes(V0), V1)";
+      s.vec_value = K + "_elem(" + K + "_prologue_lanes(V0), V1)";
     }
     if (!s.vec_ptr.empty()) {
       s.vec_ptr2 = b_name;
       s.vec_host2 = ctx.in_ptr(1);
+      // A vector's four float losses summed in float, then added once in double.
+      s.vec_elem = "float";
+      s.add_vec = "a.s += (double)((v0 + v1) + (v2 + v3));";
     }
   }
   add_reduction(a, s);

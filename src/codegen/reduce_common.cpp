@@ -100,7 +100,7 @@ std::string lse_acc(const std::string& A, const std::string& CT) {
      << "  double s;\n"
      << "  __device__ __forceinline__ void add(" << CT << " x) {\n"
      << "    if (x > m) {\n"
-     << "      s = s * exp((double)(m - x)) + 1.0;\n"
+     << "      s = s * " << (CT == "float" ? "(double)expf(m - x)" : "exp(m - x)") << " + 1.0;\n"
      << "      m = x;\n"
      << "    } else if (x <= m) {\n"
      << "      if (x != -INFINITY && m != INFINITY) s += (double)" << ex << "(x - m);\n"
@@ -125,14 +125,17 @@ std::string lse_acc(const std::string& A, const std::string& CT) {
        << "    s += (double)((expf(x0 - m) + expf(x1 - m)) + (expf(x2 - m) + expf(x3 - m)));\n"
        << "  }\n";
   }
+  // The merge's rescale factor exp(m - o.m) is in [0, 1]: for float elements a float exp is as
+  // accurate as the float result needs, and far cheaper than a double one (a warp merge takes five).
+  const std::string scale = CT == "float" ? "(double)expf" : "exp";
   os << "  __device__ __forceinline__ void merge(const " << A << "& o) {\n"
      << "    if (kf_isnan(m) || kf_isnan(o.m)) {\n"
      << "      m = NAN;\n"
      << "    } else if (o.m > m) {\n"
-     << "      s = o.s + (m == -INFINITY ? 0.0 : s * exp((double)(m - o.m)));\n"
+     << "      s = o.s + (m == -INFINITY ? 0.0 : s * " << scale << "(m - o.m));\n"
      << "      m = o.m;\n"
      << "    } else if (o.m != -INFINITY && m != INFINITY) {\n"
-     << "      s += o.s * exp((double)(o.m - m));\n"
+     << "      s += o.s * " << scale << "(o.m - m);\n"
      << "    }\n"
      << "  }\n"
      << "  __device__ __forceinline__ " << A << " shfl_down(int d) const {\n"
@@ -292,16 +295,17 @@ Code emit(const Spec& s) {
         if (!s.add_vec.empty()) {
           // The four elements as v0..v3, added at once.
           a << indent << "  (void)jq;\n";
+          const std::string& ve = s.vec_elem.empty() ? s.elem : s.vec_elem;
           for (int l = 0; l < 4; ++l) {
             const std::string w = "w" + std::to_string(k) + "." + lane[l];
             const std::string v = "v" + std::to_string(l);
             const std::string jl = "const long long jl = jq + " + std::to_string(l) + "; (void)jl; ";
             if (two) {
-              a << indent << "  " << s.elem << " " << v << "; { " << jl << "const float V0 = " << w
+              a << indent << "  " << ve << " " << v << "; { " << jl << "const float V0 = " << w
                 << "; const float V1 = u" << k << "." << lane[l] << "; " << v << " = " << s.vec_value << "; }\n";
             } else if (!s.vec_value.empty()) {
-              a << indent << "  " << s.elem << " " << v << "; { " << jl << "const float V0 = " << w << "; " << v
-                << " = " << s.vec_value << "; }\n";
+              a << indent << "  " << ve << " " << v << "; { " << jl << "const float V0 = " << w << "; " << v << " = "
+                << s.vec_value << "; }\n";
             } else {
               a << indent << "  const float " << v << " = " << w << ";\n";
             }

@@ -49,9 +49,11 @@ struct Spec {
   std::string load;    // expression of `off` (an input element offset, long long): the element
   std::string init;  // statement: put `a` in its identity state; may use `base` (offset of the output's first element)
   std::string add;   // statement: add element `v` (type elem) with reduced index `j` (long long) to `a`
-  std::string add_vec;  // optional, with vec_ptr: add the four consecutive elements v0..v3 (type elem, in order,
-                        // indices not used) at once; must equal four `add`s up to rounding
-  std::string store;    // statement: consume the final `a` of output `o` (long long); may use `base`
+  std::string add_vec;   // optional, with vec_ptr: add the four consecutive elements v0..v3 (type elem, in order,
+                         // indices not used) at once; must equal four `add`s up to rounding
+  std::string vec_elem;  // the type of v0..v3 for add_vec (default: elem), e.g. float lanes summed in
+                         // float before one double add where `add` takes doubles
+  std::string store;     // statement: consume the final `a` of output `o` (long long); may use `base`
   std::string params;   // kernel parameters, comma separated ("const float* __restrict__ in0, float* __restrict__ out")
   std::string args;     // the host expressions of those parameters, same order
   std::string vec_ptr;  // a const float* parameter whose element at `off` is exactly `vec_ptr[off]` (enables float4
@@ -82,7 +84,8 @@ std::string device_prelude();
 // The online log-sum-exp accumulator `A` over elements of type CT ("float" or "double"): fields
 // m (running max) and s (sum of exp(x - m), double), add(CT x), merge, shfl_down; identity is
 // m = -INFINITY, s = 0. NaN sticks; a +inf max keeps s meaningless (callers special-case it).
-// For float elements also add4(x0, x1, x2, x3): four elements with one rescale (Spec::add_vec).
+// For float elements also add4(x0, x1, x2, x3): four elements with one rescale (Spec::add_vec), and
+// rescale factors (in [0, 1]) computed with a float exp.
 std::string lse_acc(const std::string& A, const std::string& CT);
 
 // "123LL"

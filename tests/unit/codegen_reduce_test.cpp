@@ -371,7 +371,8 @@ TEST(CodegenReduceLoss, ElementwiseLossesBroadcastAndReduce) {
   // Same-shape float operands: 16-byte loads of both, the element computed from the two lanes, and
   // the vector kernel only when both pointers are aligned; a broadcast operand keeps scalar loads.
   EXPECT_TRUE(has(kl.kernels[0].code, "const float4 u0 = q4[q];")) << kl.kernels[0].code;
-  EXPECT_TRUE(has(kl.kernels[0].code, "const double v = (double)k0_kl_div_elem(V0, V1);"));
+  EXPECT_TRUE(has(kl.kernels[0].code, "const float V1 = u0.y; v1 = k0_kl_div_elem(V0, V1); }")) << kl.kernels[0].code;
+  EXPECT_TRUE(has(kl.kernels[0].code, "a.s += (double)((v0 + v1) + (v2 + v3));")) << kl.kernels[0].code;
   EXPECT_TRUE(has(kl.kernels[0].code, "& 15) == 0 && (reinterpret_cast<uintptr_t>("));
   EXPECT_FALSE(has(p.kernels[0].code, "q4[")) << p.kernels[0].code;
   Program none =
