@@ -236,6 +236,82 @@ std::optional<KernelSource> pool1d_tiled(const EmitContext& ctx, const PoolGeom&
   return src;
 }
 
+// 2-D max pooling of large planes the same way: a block takes a tile of 32 x 64 outputs of one plane,
+// stages the input rectangle they read (-inf outside the plane: the max skips those taps), then each
+// thread computes eight outputs of one column of the tile from shared memory (a warp's 32 threads
+// read 32 consecutive words per tap and store 32 consecutive outputs).
+std::optional<KernelSource> maxpool2d_tiled(const EmitContext& ctx, const PoolGeom& g, const std::vector<int64_t>& k,
+                                            const std::vector<int64_t>& st, const std::vector<int64_t>& pd,
+                                            const std::vector<int64_t>& dil) {
+  const DType t = ctx.out_type().dtype;
+  const std::string T = acc_type(t);
+  const int64_t elem = T == "double" ? 8 : 4;
+  const int block = 256;
+  const int64_t TH = 32, TW = 64;
+  const int64_t SH = (TH - 1) * st[0] + (k[0] - 1) * dil[0] + 1, SW = (TW - 1) * st[1] + (k[1] - 1) * dil[1] + 1;
+  if (SH * SW * elem > 40 * 1024) return std::nullopt;
+  const int64_t H = g.in_sp[0], W = g.in_sp[1], OH = g.out_sp[0], OW = g.out_sp[1];
+  const int64_t th = (OH + TH - 1) / TH, tw = (OW + TW - 1) / TW;
+  const int64_t tasks = g.planes * th * tw;
+  if (tasks > INT_MAX) return std::nullopt;
+  const std::string in_t = ctype(ctx.in_type(0).dtype);
+  const std::string K = ctx.kernel.name;
+  std::ostringstream os;
+  os << "namespace {\n"
+     << "// max_pool2d over " << g.planes << " planes " << ir::shape_str(g.in_sp) << " -> " << ir::shape_str(g.out_sp)
+     << ", kernel " << ir::shape_str(k) << ", stride " << ir::shape_str(st) << ", padding " << ir::shape_str(pd)
+     << ", dilation " << ir::shape_str(dil) << ": tiles of " << TH << "x" << TW << " outputs staged through " << SH
+     << "x" << SW << " elements of shared memory\n"
+     << "typedef " << T << " T;\n"
+     << "__global__ void __launch_bounds__(" << block << ") " << K << "_tiled(const " << in_t << "* __restrict__ in0, "
+     << ctype(t) << "* __restrict__ out) {\n"
+     << "  __shared__ T xs[" << SH << "][" << SW << "];\n"
+     << "  const long long plane = blockIdx.x / " << th * tw << "LL;\n"
+     << "  const int tile = (int)(blockIdx.x - plane * " << th * tw << "LL);\n"
+     << "  const int oh0 = (tile / " << tw << ") * " << TH << ", ow0 = (tile % " << tw << ") * " << TW << ";\n"
+     << "  const " << in_t << "* __restrict__ x = in0 + plane * " << H * W << "LL;\n"
+     << "  const int h0 = oh0 * " << st[0] << " - " << pd[0] << ", w0 = ow0 * " << st[1] << " - " << pd[1] << ";\n"
+     << "  for (int j = threadIdx.x; j < " << SH * SW << "; j += " << block << ") {\n"
+     << "    const int r = j / " << SW << ", c = j - r * " << SW << ";\n"
+     << "    const int h = h0 + r, w = w0 + c;\n"
+     << "    xs[r][c] = (h >= 0 && h < " << H << " && w >= 0 && w < " << W << ") ? "
+     << load_expr("x[h * " + std::to_string(W) + " + w]", ctx.in_type(0).dtype, T) << " : (T)(-INFINITY);\n"
+     << "  }\n"
+     << "  __syncthreads();\n"
+     << "  " << ctype(t) << "* __restrict__ y = out + plane * " << OH * OW << "LL;\n"
+     << "  const int c = threadIdx.x % " << TW << ";\n"
+     << "  const int ow = ow0 + c;\n"
+     << "  if (ow >= " << OW << ") return;\n"
+     << "#pragma unroll\n"
+     << "  for (int e = 0; e < " << TH * TW / block << "; ++e) {\n"
+     << "    const int r = threadIdx.x / " << TW << " + e * " << block / TW << ";\n"
+     << "    const int oh = oh0 + r;\n"
+     << "    if (oh >= " << OH << ") break;\n"
+     << "    T m = (T)(-INFINITY);\n"
+     << "#pragma unroll\n"
+     << "    for (int a = 0; a < " << k[0] << "; ++a) {\n"
+     << "#pragma unroll\n"
+     << "      for (int b = 0; b < " << k[1] << "; ++b) {\n"
+     << "        const T v = xs[r * " << st[0] << " + a * " << dil[0] << "][c * " << st[1] << " + b * " << dil[1]
+     << "];\n"
+     << "        if (v > m || isnan(v)) m = v;\n"
+     << "      }\n"
+     << "    }\n"
+     << "    y[oh * " << OW << " + ow] = " << store_expr("m", t) << ";\n"
+     << "  }\n"
+     << "}\n"
+     << "}  // namespace\n\n"
+     << ctx.signature() << " {\n"
+     << "  " << K << "_tiled<<<" << tasks << "u, " << block << ", 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", "
+     << ctx.out_ptr() << ");\n"
+     << "  KF_LAUNCHED();\n"
+     << "  return 0;\n"
+     << "}\n";
+  KernelSource src = begin_source(ctx, half_headers(t));
+  src.code += os.str();
+  return src;
+}
+
 }  // namespace
 
 StatusOr<KernelSource> emit_Pool(const EmitContext& ctx) {
@@ -270,6 +346,9 @@ StatusOr<KernelSource> emit_Pool(const EmitContext& ctx) {
   if (sp == 1 && g.out_sp[0] >= 512 && ctx.kernel.knob("tiled", 1) != 0) {
     if (auto tiled = pool1d_tiled(ctx, g, is_max, ks[0], st[0], pd[0], dil[0], include_pad, has_div, divisor))
       return *tiled;
+  }
+  if (sp == 2 && is_max && g.out_sp[1] >= 48 && g.out_sp[0] >= 16 && ctx.kernel.knob("tiled", 1) != 0) {
+    if (auto tiled = maxpool2d_tiled(ctx, g, ks, st, pd, dil)) return *tiled;
   }
 
   std::ostringstream k;

@@ -1,7 +1,7 @@
 """GPU tests of generated kernels against torch (ctest label gpu, skipped without a GPU), on the
 strategies whose edge cases random inputs in [0, 1) never reach:
-  - 1-D pooling through shared memory (tiles of outputs; padding, dilation, stride, ceil_mode, avg's
-    divisors), on rows long enough to take that path;
+  - 1-D pooling and 2-D max pooling through shared memory (tiles of outputs; padding, dilation,
+    stride, ceil_mode, avg's divisors), on rows and planes large enough to take that path;
   - the log-sum-exp accumulator's four-at-a-time add (cross_entropy, logsumexp, softmax, log_softmax)
     with -inf, +inf and NaN logits, whole rows of -inf, and rows whose maximum comes late;
   - a reduction's prologue with a broadcast operand read by index beside 16-byte lanes (hinge loss).
@@ -26,6 +26,9 @@ CASES = {
     "max_pool1d_dilated": ("nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", "return self.op(x)", [(3, 5, 3000)]),
     "max_pool1d_stride2_ceil": ("nn.MaxPool1d(3, stride=2, padding=1, ceil_mode=True)", "return self.op(x)",
                                 [(2, 3, 4099)]),
+    "max_pool2d_like_42": ("nn.MaxPool2d(4, stride=1, padding=1)", "return self.op(x)", [(2, 3, 130, 170)]),
+    "max_pool2d_dilated_stride2_ceil": ("nn.MaxPool2d(3, stride=2, padding=1, dilation=2, ceil_mode=True)",
+                                        "return self.op(x)", [(2, 3, 200, 300)]),
     "avg_pool1d_pad": ("nn.AvgPool1d(8, stride=1, padding=4)", "return self.op(x)", [(4, 6, 2500)]),
     "avg_pool1d_no_pad_count_ceil": ("nn.AvgPool1d(5, stride=3, padding=2, ceil_mode=True, count_include_pad=False)",
                                      "return self.op(x)", [(2, 2, 5003)]),
@@ -80,11 +83,14 @@ def special_inputs(name, torch):
         t = torch.randint(0, 2, shapes[1], generator=g).float() * 2 - 1
         return [x.cuda(), t.cuda()]
     if "pool" in name:
-        flat[0, :7] = -float("inf")           # a window of -inf only at the row's start
-        flat[1, 100] = float("inf")
-        flat[2, 2047:2050] = torch.tensor([5.0, -1.0, 7.0])  # across a tile boundary
+        flat = x.view(-1)
+        flat[:7] = -float("inf")              # a window of -inf only at the start
+        flat[100] = float("inf")
+        flat[2047:2050] = torch.tensor([5.0, -1.0, 7.0])  # across a 1-D tile boundary
+        if len(shapes[0]) == 4:
+            flat[5 * shapes[0][-1] + 63: 5 * shapes[0][-1] + 66] = 9.0  # across a 2-D tile's columns
         if "max" in name:
-            flat[3, 600] = float("nan")
+            flat[600] = float("nan")
         return [x.cuda()]
     flat[0, :] = -float("inf")                # a whole row of -inf
     flat[1, 17] = float("inf")                # +inf: torch gives NaN (softmax) or inf (logsumexp)
@@ -117,7 +123,7 @@ def test_generated_kernel_matches_torch_on_random_and_special_inputs(tmp_path, n
     assert r.returncode == 0, r.stderr + r.stdout
     kernels = "".join(p.read_text() for p in (out / "kernels").glob("k*.cu"))
     if "pool" in name:
-        assert "_tiled" in kernels, "the 1-D pool did not take the shared-memory tiles"
+        assert "_tiled" in kernels, "the pool did not take the shared-memory tiles"
     elif "hinge" in name:
         assert "_prologue_lanes(base + jl" in kernels, "the broadcast operand did not ride beside 16-byte lanes"
     else:

@@ -264,6 +264,26 @@ TEST(CodegenLayoutPool, LongRowsOfOneDimPoolsAreStagedInSharedMemoryTiles) {
           "_tiled("));
 }
 
+TEST(CodegenLayoutPool, LargePlanesOfTwoDimMaxPoolsAreStagedInSharedMemoryTiles) {
+  // 42_Max_Pooling_2D's window on a smaller plane: 32 x 64 outputs per block read 35 x 67 inputs.
+  std::string c = code_of("max_pool", {{"x", {2, 3, 130, 170}}},
+                          R"({"kernel_size": [4, 4], "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1],
+                              "ceil_mode": false})");
+  EXPECT_TRUE(has(c, "_tiled(")) << c;
+  EXPECT_TRUE(has(c, "__shared__ T xs[35][67];")) << c;
+  EXPECT_TRUE(has(c, "xs[r][c] = (h >= 0 && h < 130 && w >= 0 && w < 170) ? (float)(x[h * 170 + w]) : (T)(-INFINITY);"))
+      << c;
+  EXPECT_TRUE(has(c, "const T v = xs[r * 1 + a * 1][c * 1 + b * 1];")) << c;
+  EXPECT_TRUE(has(c, "<<<90u, 256")) << c;  // 6 planes x 5 x 3 tiles (129 x 169 outputs)
+  // Narrow planes keep one thread per output, and so does avg pooling.
+  EXPECT_FALSE(has(code_of("max_pool", {{"x", {2, 3, 40, 40}}},
+                           R"({"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]})"),
+                   "_tiled("));
+  EXPECT_FALSE(has(
+      code_of("avg_pool", {{"x", {2, 3, 130, 170}}}, R"({"kernel_size": [4, 4], "stride": [1, 1], "padding": [1, 1]})"),
+      "_tiled("));
+}
+
 TEST(CodegenLayoutPool, AvgPoolDivisors) {
   const char* base =
       R"({"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": true, "count_include_pad": %s, "divisor_override": %s})";
