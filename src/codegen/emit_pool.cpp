@@ -145,6 +145,16 @@ Status check_float(const EmitContext& ctx, const char* what) {
   return Status::ok();
 }
 
+// The source of a tiled pooling kernel `<kernel>_tiled` (its text opens the anonymous namespace):
+// one block per tile, `tasks` blocks.
+KernelSource tiled_source(const EmitContext& ctx, const std::string& kernel, int64_t tasks, int block) {
+  KernelSource src = begin_source(ctx, half_headers(ctx.out_type().dtype));
+  src.code += kernel + "}  // namespace\n\n" + ctx.signature() + " {\n  " + ctx.kernel.name + "_tiled<<<" +
+              std::to_string(tasks) + "u, " + std::to_string(block) + ", 0, ctx->stream>>>(" + ctx.in_ptr(0) + ", " +
+              ctx.out_ptr() + ");\n  KF_LAUNCHED();\n  return 0;\n}\n";
+  return src;
+}
+
 // 1-D pooling of long rows through shared memory: a block takes a tile of TO consecutive outputs of
 // one plane, stages the input span they read (coalesced, one load per element instead of one per
 // window tap; positions outside the row hold -inf for max, 0 for avg, which is what skipping them
@@ -223,17 +233,8 @@ std::optional<KernelSource> pool1d_tiled(const EmitContext& ctx, const PoolGeom&
     os << "    y[o] = " << store_expr("sum / " + div, t) << ";\n";
   }
   os << "  }\n"
-     << "}\n"
-     << "}  // namespace\n\n"
-     << ctx.signature() << " {\n"
-     << "  " << K << "_tiled<<<" << tasks << "u, " << block << ", 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", "
-     << ctx.out_ptr() << ");\n"
-     << "  KF_LAUNCHED();\n"
-     << "  return 0;\n"
      << "}\n";
-  KernelSource src = begin_source(ctx, half_headers(t));
-  src.code += os.str();
-  return src;
+  return tiled_source(ctx, os.str(), tasks, block);
 }
 
 // 2-D max pooling of large planes the same way: a block takes a tile of 32 x 64 outputs of one plane,
@@ -299,17 +300,8 @@ std::optional<KernelSource> maxpool2d_tiled(const EmitContext& ctx, const PoolGe
      << "    }\n"
      << "    y[oh * " << OW << " + ow] = " << store_expr("m", t) << ";\n"
      << "  }\n"
-     << "}\n"
-     << "}  // namespace\n\n"
-     << ctx.signature() << " {\n"
-     << "  " << K << "_tiled<<<" << tasks << "u, " << block << ", 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", "
-     << ctx.out_ptr() << ");\n"
-     << "  KF_LAUNCHED();\n"
-     << "  return 0;\n"
      << "}\n";
-  KernelSource src = begin_source(ctx, half_headers(t));
-  src.code += os.str();
-  return src;
+  return tiled_source(ctx, os.str(), tasks, block);
 }
 
 }  // namespace
