@@ -218,6 +218,8 @@ StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& proto
   auto t0 = Clock::now();
   KF_ASSIGN_OR_RETURN(t.graph, load_graph_or_problem(input, protocol.mode));
   t.stages["import"] = since(t0);
+  // A policy that cannot be had (no shipped checkpoint, no libtorch) fails before the output exists.
+  if (options.agent && options.schedule_path.empty()) KF_RETURN_IF_ERROR(learned_checkpoint(*options.agent).status());
   KF_RETURN_IF_ERROR(prepare_out_dir(out_dir, options.force));
   auto t1 = Clock::now();
   if (options.agent && options.schedule_path.empty()) {

@@ -144,6 +144,32 @@ def test_optimize_with_missing_checkpoint(tmp_path):
 
 
 @needs_torch
+def test_without_the_shipped_policy_learned_is_refused_and_the_default_falls_back(tmp_path):
+    """A kforge home without policies/ (an install that left it out): --policy learned says what to
+    give instead and exits non-zero; no --policy plans with the heuristic and says so."""
+    problem = os.path.join(os.path.dirname(__file__), "../../../shared/kernelbench/level2/99_Matmul_GELU_Softmax.py")
+    if not os.path.exists(problem):
+        pytest.skip("the shared KernelBench problems are not here")
+    repo = os.path.realpath(os.path.join(os.path.dirname(__file__), "../.."))
+    home = tmp_path / "home"
+    (home / "src" / "codegen").mkdir(parents=True)
+    os.symlink(os.path.join(repo, "src", "codegen", "runtime"), home / "src" / "codegen" / "runtime")
+    os.symlink(os.path.join(repo, "python"), home / "python")
+    env = dict(os.environ, KFORGE_HOME=str(home))
+    r = subprocess.run([KFORGE, "optimize", problem, "--device", "cpu", "--policy", "learned", "--out",
+                        str(tmp_path / "a"), "--json"], capture_output=True, text=True, timeout=600, env=env)
+    if "built without libtorch" in r.stderr:
+        pytest.skip("this kforge has no learned policy")
+    assert r.returncode != 0
+    assert "no shipped learned policy at" in r.stderr and "--checkpoint" in r.stderr, r.stderr
+    assert not (tmp_path / "a").exists()
+    d = subprocess.run([KFORGE, "optimize", problem, "--device", "cpu", "--out", str(tmp_path / "b"), "--json"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert d.returncode == 0, d.stderr[-3000:]
+    agent = json.loads(d.stdout)["agent"]
+    assert agent["policy"] == "heuristic" and "checkpoint" not in agent
+
+
 def test_optimize_uses_the_shipped_learned_policy_by_default(tmp_path):
     problem = os.path.join(os.path.dirname(__file__), "../../../shared/kernelbench/level2/99_Matmul_GELU_Softmax.py")
     if not os.path.exists(problem):
