@@ -169,6 +169,7 @@ std::optional<KernelSource> pool1d_tiled(const EmitContext& ctx, const PoolGeom&
   const int64_t elem = T == "double" ? 8 : 4;
   const int block = 256;
   const int64_t L = g.in_sp[0], Lout = g.out_sp[0];
+  if ((L + 2 * pad) * std::max<int64_t>(stride, 1) >= INT_MAX / 2) return std::nullopt;  // int positions in a row
   int64_t per_thread = 8, span = 0;
   for (; per_thread >= 1; per_thread /= 2) {
     span = (block * per_thread - 1) * stride + (k - 1) * dil + 1;
@@ -252,6 +253,7 @@ std::optional<KernelSource> maxpool2d_tiled(const EmitContext& ctx, const PoolGe
   const int64_t SH = (TH - 1) * st[0] + (k[0] - 1) * dil[0] + 1, SW = (TW - 1) * st[1] + (k[1] - 1) * dil[1] + 1;
   if (SH * SW * elem > 40 * 1024) return std::nullopt;
   const int64_t H = g.in_sp[0], W = g.in_sp[1], OH = g.out_sp[0], OW = g.out_sp[1];
+  if ((H + 2 * pd[0]) * (W + 2 * pd[1]) >= INT_MAX / 2 || OH * OW >= INT_MAX / 2) return std::nullopt;  // int offsets
   const int64_t th = (OH + TH - 1) / TH, tw = (OW + TW - 1) / TW;
   const int64_t tasks = g.planes * th * tw;
   if (tasks > INT_MAX) return std::nullopt;
