@@ -22,7 +22,8 @@
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
 # LEVELS="level2" benches only the levels named (default: all of .gpu/kb); BENCH_EXTRA adds bench
 # options (e.g. "--only 1_Conv2D_ReLU_BiasAdd --disable-skill cudnn_fastest_engine").
-# JSON, logs and tables go to $OUT (at most 8 files come back); the tables come last.
+# JSON, logs and tables go to $OUT (at most 8 files come back: past 8, the logs are packed into
+# logs.tgz); the tables come last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .gpu/kforge ] || { echo "gpu_run: no .gpu/kforge: run bench/prepare_gpu_batch.sh here and carry .gpu" >&2; exit 2; }
@@ -131,6 +132,11 @@ for part in "$@"; do
     *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports, explore, optimize)" >&2 ;;
   esac
 done
+# At most 8 files come back from a device call: past that, the logs travel packed in one archive
+# (the tables, JSON and profiles stay plain files).
+if [ "$(find "$OUT" -maxdepth 1 -type f | wc -l)" -gt 8 ] && ls "$OUT"/*.log >/dev/null 2>&1; then
+  (cd "$OUT" && tar czf logs.tgz ./*.log && rm -f ./*.log)
+fi
 if [ -f "$OUT/bench-tables.txt" ]; then
   grep -h "^  level" "$OUT/bench-tables.txt" | cut -c1-150 | head -30
   grep -v "^  level" "$OUT/bench-tables.txt"
