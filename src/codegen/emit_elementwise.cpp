@@ -18,9 +18,9 @@ namespace {
 // per block. bench/micro/elementwise_variants.cu on the H200 (relu, 1.6e9 floats): 3.10 ms in tiles of
 // 4 vectors per thread, 3.24 ms grid-stride (one vector or four per iteration alike), 4.15 vs 3.97 TB/s.
 constexpr int64_t kDefaultWalk = 1;
-// 16-byte vectors per thread when the knob "unroll" is not set. The H200 (bench/results/
-// 2026-12-04-elementwise-launch-shapes_84da221.txt, the same relu): tiles of one vector per thread
-// 3.03 ms (256 threads) and 3.02 (128, torch's shape), two 3.11, four 3.14 (kforge's until then).
+// 16-byte vectors per thread when the knob "unroll" is not set. The same microbench on the H200
+// (bench/results/2026-12-04-elementwise-variants_f15cf9e.txt): tiles of one vector per thread 3.012 ms
+// (256 threads) and 3.003 (128, torch's shape), two 3.101, four 3.118 (kforge's until then).
 constexpr int64_t kDefaultUnroll = 1;
 
 struct ElementwiseRule {
