@@ -284,6 +284,17 @@ TEST(CodegenLayoutPool, LargePlanesOfTwoDimMaxPoolsAreStagedInSharedMemoryTiles)
       "_tiled("));
 }
 
+TEST(CodegenLayoutPool, TilesOnlyWhereTheirIntArithmeticFits) {
+  // A row or plane past 2^30 elements keeps the per-output kernel (64-bit offsets).
+  EXPECT_FALSE(
+      has(code_of("max_pool", {{"x", {1, 1, 1200000000}}},
+                  R"({"kernel_size": [2], "stride": [1], "padding": [0], "dilation": [1], "ceil_mode": false})"),
+          "_tiled("));
+  EXPECT_FALSE(has(code_of("max_pool", {{"x", {1, 1, 40000, 40000}}},
+                           R"({"kernel_size": [2, 2], "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1]})"),
+                   "_tiled("));
+}
+
 TEST(CodegenLayoutPool, AvgPoolDivisors) {
   const char* base =
       R"({"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": true, "count_include_pad": %s, "divisor_override": %s})";
