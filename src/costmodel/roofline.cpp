@@ -154,9 +154,11 @@ ProgramCost program_cost(const ir::Graph& g, const schedule::Schedule& s, const 
   for (const auto& pr : g.params()) bytes += static_cast<double>(g.type(pr.value).bytes());
   for (auto o : g.outputs()) bytes += static_cast<double>(g.type(o).bytes());
   bool tc = false;
-  for (const auto& n : g.nodes()) {
-    flops += node_flops(g, n);
-    tc = tc || uses_tensor_cores(n, s);
+  for (const auto& n : g.nodes()) flops += node_flops(g, n);
+  // Tensor cores where any kernel of the schedule uses them (an einsum's only through its kernel's
+  // strategy, cublas_gemm).
+  for (const auto& k : s.kernels) {
+    for (int i : k.nodes) tc = tc || uses_tensor_cores(g.nodes()[static_cast<size_t>(i)], s, &k);
   }
   p.floor_seconds = std::max(flops / (tc ? d.tf32_flops : d.fp32_flops), bytes / d.bytes_per_second) + d.launch_seconds;
   return p;

@@ -89,6 +89,16 @@ TEST(EinsumGemm, SitesThenTf32WhereTheToleranceAllowsIt) {
   EXPECT_EQ(fast->precision, "tf32");
   // The cost model sees tensor cores only for the TF32 cuBLAS kernel.
   EXPECT_LT(costmodel::program_cost(g, fast.value()).seconds, costmodel::program_cost(g, exact.value()).seconds);
+  // So does the program's floor (it was fp32 for every einsum: run 11 flagged level1/11's TF32 GEMM,
+  // 1.9 ms, as faster than its 8.1-ms floor). At level1/11's size the GEMM is compute-bound.
+  ir::Graph big = graph_from_text(one_node_graph("einsum", {{"A", {8, 256, 512, 256}}, {"B", {256, 768}}},
+                                                 R"({"equation": "bijl,lk->bijk"})", {8, 256, 512, 768}));
+  auto big_fast = plan_default(big, loose);
+  auto big_exact = plan_default(big, strict);
+  ASSERT_TRUE(big_fast.is_ok() && big_exact.is_ok());
+  ASSERT_EQ(big_fast->precision, "tf32");
+  EXPECT_LT(costmodel::program_cost(big, big_fast.value()).floor_seconds * 4,
+            costmodel::program_cost(big, big_exact.value()).floor_seconds);
   // A trace is no GEMM; integer einsums stay generated.
   ir::Graph trace = graph_from_text(one_node_graph("einsum", {{"a", {50, 50}}}, R"({"equation": "ii->"})", {}));
   EXPECT_TRUE(einsum_gemm_sites(trace, schedule::plan_one_kernel_per_op(trace, {})).empty());
