@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,12 +38,28 @@ struct ChannelsLastEpilogue {
   std::string name;         // its device function
   ir::DType out_dtype{};
 };
+// A pass back that replaces the transpose to NCHW (the conv_reduce_epilogue skill): its device code
+// and the host statements that launch it; they read `ycl` (the channels-last result, before the
+// bias) and write the kernel's output.
+struct ChannelsLastBack {
+  std::string device;
+  std::string host;
+  int64_t launches = 1;
+};
+// Builds that pass for the conv's geometry, given the bias pointer's host expression ("" without bias).
+using ChannelsLastBackBuilder = std::function<StatusOr<ChannelsLastBack>(const ConvGeom&, const std::string& bias)>;
+// The pass over the channels-last result that computes the kernel's channel consumer (softmax or
+// reduction over dim 1) and the pointwise nodes before and after it (emit_conv_reduce.cpp). `ctx` is
+// the whole kernel's.
+StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const ConvGeom& g, const std::string& bias);
+
 // "" when the channels-last path can run this convolution, else why not.
 std::string channels_last_reason(const ConvGeom& g, ir::DType dt);
 // The bytes of scratch the channels-last copies take (input, weight, output, each rounded to 256).
 size_t channels_last_scratch(const EmitContext& ctx);
-// The kernel's code: kConv, the transposes, the pass back, and the entry function.
+// The kernel's code: kConv, the transposes, the pass back (`back` when given, else the transpose with
+// `epi`), and the entry function.
 std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
-                               const ChannelsLastEpilogue* epi, int64_t& launches);
+                               const ChannelsLastEpilogue* epi, const ChannelsLastBack* back, int64_t& launches);
 
 }  // namespace kforge::codegen::conv

@@ -6,6 +6,7 @@
 
 #include "skills/constant_output.h"
 #include "skills/conv_epilogue.h"
+#include "skills/conv_reduce_epilogue.h"
 #include "skills/linear_epilogue.h"
 #include "skills/loss_prologue.h"
 #include "skills/reduce_prologue.h"
@@ -68,6 +69,8 @@ KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
   if (ctx.kernel.strategy == skills::kConstantFillStrategy) return emit_constant_fill(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_conv_epilogue(ctx.graph, ctx.kernel)) return emit_conv_epilogue(ctx);
+  if (ctx.kernel.nodes.size() > 1 && skills::is_conv_reduce_epilogue(ctx.graph, ctx.kernel))
+    return emit_conv_reduce_epilogue(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_linear_epilogue(ctx.graph, ctx.kernel))
     return emit_linear_epilogue(ctx);
   // Pointwise chains (ir::is_pointwise), whatever their root's family (batch_norm_inference).

@@ -73,6 +73,11 @@ StatusOr<KernelSource> emit_constant_fill(const EmitContext& ctx);
 // computes the chain in place. emit_conv.cpp.
 StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx);
 
+// A channels-last convolution with a softmax or reduction over its channels and the pointwise nodes
+// around it (the conv_reduce_epilogue skill): the pass over cuDNN's channels-last result computes them
+// and writes the kernel's output. emit_conv.cpp, emit_conv_reduce.cpp.
+StatusOr<KernelSource> emit_conv_reduce_epilogue(const EmitContext& ctx);
+
 // A cuBLAS linear with the elementwise chain after it (the linear_epilogue skill): the GEMM writes
 // x W^T into the chain's output (beta = 0), one generated pass adds the bias and computes the chain
 // in place. emit_matmul.cpp.

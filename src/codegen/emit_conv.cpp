@@ -41,6 +41,7 @@
 // forces that kernel (a reference for tests).
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <sstream>
 
 #include "codegen/conv_common.h"
@@ -639,9 +640,13 @@ std::string cudnn_code(const EmitContext& ctx, const ConvGeom& g, const std::str
 // and set *bias_left; the direct and depthwise kernels add it inside, as before. The knob
 // channels_last = 1 puts the cuDNN path (torch's engine) on channels-last copies; the pass back to NCHW
 // then also computes `epi` (when given) and sets *epilogue_fused. Other paths ignore the knob.
+// `back` (the conv_reduce_epilogue skill) replaces the channels-last pass back; *back_used says whether
+// the channels-last path ran (other paths have no channels-last result to read).
 StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, bool leave_bias = false,
                                         bool* bias_left = nullptr, const ChannelsLastEpilogue* epi = nullptr,
-                                        bool* epilogue_fused = nullptr) {
+                                        bool* epilogue_fused = nullptr,
+                                        const conv::ChannelsLastBackBuilder* back = nullptr,
+                                        bool* back_used = nullptr) {
   const char* what = transpose ? "conv_transpose" : "conv";
   KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(ctx, transpose));
   const ir::DType dt = ctx.out_type().dtype;
@@ -674,6 +679,7 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
                             std::to_string(kMaxEnginesTimed) + " (engines timed), not " +
                             std::to_string(engine_search));
   if (epilogue_fused != nullptr) *epilogue_fused = false;
+  if (back_used != nullptr) *back_used = false;
   const std::string T = ctype(dt);
   const std::string A = acc_type(dt);
   const std::string headers = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
@@ -727,7 +733,13 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
     src.workspace_bytes =
         channels_last_scratch(ctx) +
         (static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 256, 2048))) << 20);
-    src.code += channels_last_code(ctx, g, T, has_bias, epi, launches);
+    std::optional<conv::ChannelsLastBack> built;
+    if (back != nullptr) {
+      KF_ASSIGN_OR_RETURN(built, (*back)(g, has_bias ? ctx.in_ptr(2) : std::string()));
+      if (back_used != nullptr) *back_used = true;
+      if (epilogue_fused != nullptr) *epilogue_fused = false;
+    }
+    src.code += channels_last_code(ctx, g, T, has_bias, built ? nullptr : epi, built ? &*built : nullptr, launches);
   } else if (engine == kTorchEngine) {
     // Workspace: torch hands the heuristics' first engine whatever workspace it asks for, while
     // kf_cudnn_conv skips an engine whose workspace exceeds ours, and then no longer rounds like
@@ -807,6 +819,39 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
                               "The epilogue (conv_epilogue skill): " + std::string(bias_left ? "the bias, then " : "") +
                                   "the elementwise chain, in place on the convolution's output",
                               src));
+  return src;
+}
+
+StatusOr<KernelSource> emit_conv_reduce_epilogue(const EmitContext& ctx) {
+  const ir::Graph& gr = ctx.graph;
+  const int conv_node = ctx.kernel.nodes.front();
+  const ir::Node& conv = gr.nodes()[static_cast<size_t>(conv_node)];
+  const bool transpose = ir::op_info(conv.op).family == ir::OpFamily::kConvTranspose;
+  // The convolution as its own function <name>_conv, whose pass back computes the rest of the kernel.
+  schedule::Kernel conv_kernel = ctx.kernel;
+  conv_kernel.nodes = {conv_node};
+  conv_kernel.name = ctx.kernel.name + "_conv";
+  EmitContext conv_ctx(gr, ctx.sched, conv_kernel, ctx.buffers);
+  conv_ctx.out_value = ctx.node().output;
+  const conv::ChannelsLastBackBuilder back = [&ctx](const ConvGeom& g, const std::string& bias) {
+    return conv::channel_consumer_back(ctx, g, bias);
+  };
+  bool used = false;
+  KF_ASSIGN_OR_RETURN(KernelSource src,
+                      emit_conv_family(conv_ctx, transpose, false, nullptr, nullptr, nullptr, &back, &used));
+  if (!used) {
+    return invalid_argument("kernel " + ctx.kernel.name +
+                            ": conv_reduce_epilogue needs the convolution on cuDNN's channels-last path (knob "
+                            "channels_last = 1, torch's engine), which this convolution does not take");
+  }
+  std::string described;
+  for (size_t i = 1; i < ctx.kernel.nodes.size(); ++i)
+    described += "//   " + ir::describe(gr, gr.nodes()[static_cast<size_t>(ctx.kernel.nodes[i])]) + "\n";
+  src.name = ctx.kernel.name;
+  src.file_name = ctx.kernel.name + ".cu";
+  src.code += "\n// Computed in " + conv_kernel.name +
+              "'s pass over the channels-last result (conv_reduce_epilogue skill):\n" + described + ctx.signature() +
+              " {\n  return " + conv_kernel.name + "(ctx, bufs);\n}\n";
   return src;
 }
 

@@ -150,7 +150,7 @@ size_t channels_last_scratch(const EmitContext& ctx) {
 }
 
 std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
-                               const ChannelsLastEpilogue* epi, int64_t& launches) {
+                               const ChannelsLastEpilogue* epi, const ChannelsLastBack* back, int64_t& launches) {
   const std::string name = ctx.kernel.name;
   const std::string A = acc_type(ctx.out_type().dtype);
   const ir::Shape& w = ctx.in_type(1).shape;
@@ -180,7 +180,9 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
   // The 16-byte form (fp32 in and out, C and S multiples of 4, C >= 16): tiles of 32 channels x 128
   // positions, loads along C and stores along S 16 bytes wide, 4 of each per thread; the tile's row
   // stride of 129 floats keeps a warp's shared-memory writes and reads on 32 banks.
-  const bool vector = T == "float" && OT == "float" && g.cout % 4 == 0 && s_out % 4 == 0 && g.cout >= 16;
+  const bool vector =
+      back == nullptr && T == "float" && OT == "float" && g.cout % 4 == 0 && s_out % 4 == 0 && g.cout >= 16;
+  if (back != nullptr) os << back->device;
   if (vector) {
     os << "// The result back to NCHW, 16 bytes wide" << what << ".\n"
        << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last_x4" << params << " {\n"
@@ -226,29 +228,31 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
        << "  }\n"
        << "}\n";
   }
-  os << "// The result back to NCHW (32x32 tiles: reads along C, writes along S)" << what << ".\n"
-     << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last" << params << " {\n"
-     << "  constexpr long long C = " << g.cout << "LL, S = " << s_out << "LL, N = " << g.n << "LL;\n"
-     << "  __shared__ " << T << " tile[32][33];\n"
-     << "  const long long s0 = (long long)blockIdx.x * 32, c0 = (long long)blockIdx.y * 32;\n"
-     << "  for (long long n = blockIdx.z; n < N; n += gridDim.z) {\n"
-     << "    for (int j = threadIdx.y; j < 32; j += 8) {\n"
-     << "      const long long s = s0 + j, c = c0 + threadIdx.x;\n"
-     << "      if (s < S && c < C) tile[j][threadIdx.x] = ycl[(n * S + s) * C + c];\n"
-     << "    }\n"
-     << "    __syncthreads();\n"
-     << "    for (int j = threadIdx.y; j < 32; j += 8) {\n"
-     << "      const long long c = c0 + j, s = s0 + threadIdx.x;\n"
-     << "      if (c < C && s < S) {\n"
-     << "        const long long i = (n * C + c) * S + s;\n"
-     << "        (void)i;\n"
-     << "        out[i] = " << value_at("tile[threadIdx.x][j]") << ";\n"
-     << "      }\n"
-     << "    }\n"
-     << "    __syncthreads();\n"
-     << "  }\n"
-     << "}\n"
-     << "}  // namespace\n\n"
+  if (back == nullptr) {
+    os << "// The result back to NCHW (32x32 tiles: reads along C, writes along S)" << what << ".\n"
+       << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last" << params << " {\n"
+       << "  constexpr long long C = " << g.cout << "LL, S = " << s_out << "LL, N = " << g.n << "LL;\n"
+       << "  __shared__ " << T << " tile[32][33];\n"
+       << "  const long long s0 = (long long)blockIdx.x * 32, c0 = (long long)blockIdx.y * 32;\n"
+       << "  for (long long n = blockIdx.z; n < N; n += gridDim.z) {\n"
+       << "    for (int j = threadIdx.y; j < 32; j += 8) {\n"
+       << "      const long long s = s0 + j, c = c0 + threadIdx.x;\n"
+       << "      if (s < S && c < C) tile[j][threadIdx.x] = ycl[(n * S + s) * C + c];\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "    for (int j = threadIdx.y; j < 32; j += 8) {\n"
+       << "      const long long c = c0 + j, s = s0 + threadIdx.x;\n"
+       << "      if (c < C && s < S) {\n"
+       << "        const long long i = (n * C + c) * S + s;\n"
+       << "        (void)i;\n"
+       << "        out[i] = " << value_at("tile[threadIdx.x][j]") << ";\n"
+       << "      }\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "  }\n"
+       << "}\n";
+  }
+  os << "}  // namespace\n\n"
      << ctx.signature() << " {\n"
      << "  // Scratch: the input, the weight and the result in channels-last order, then cuDNN's workspace.\n"
      << "  if (ctx->workspace_bytes < " << off_ws << "ULL) return kf_fail(2, \"" << name
@@ -269,6 +273,12 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
      << "  const int rc = kf_cudnn_conv(&conv_ctx, &kConv, xcl, wcl, ycl);\n"
      << "  if (rc != 0) return rc;\n"
      << "  const unsigned batches = " << std::min<int64_t>(g.n, 65535) << "u;\n";
+  if (back != nullptr) {
+    os << back->host << "  return 0;\n"
+       << "}\n";
+    launches = 3 + back->launches;
+    return os.str();
+  }
   const std::string back_args = "(ycl, " + (has_bias ? ctx.in_ptr(2) + ", " : "") +
                                 (epi != nullptr && !epi->chain.host_args.empty() ? epi->chain.host_args + ", " : "") +
                                 ctx.out_ptr() + ");\n";

@@ -115,11 +115,12 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   for (auto v : read) c.bytes += static_cast<double>(g.type(v).bytes());
   const double out_bytes = static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
   c.bytes += out_bytes;
-  // A convolution with its epilogue: the library writes the output, the epilogue reads and rewrites it.
-  // (The conv_epilogue and linear_epilogue skills' kernels: the only library kernels of several nodes.)
+  // A convolution with its epilogue: the library writes its result, the epilogue (or the channel
+  // reduction of conv_reduce_epilogue) reads it. (The conv_epilogue, conv_reduce_epilogue and
+  // linear_epilogue skills' kernels: the only library kernels of several nodes.)
   if (k.impl == schedule::Impl::kLibrary && k.nodes.size() > 1 &&
       (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose" || k.strategy == "cublas_gemm")) {
-    c.bytes += 2 * out_bytes;
+    c.bytes += 2 * static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.nodes.front())].output).bytes());
   }
   // Convolutions on cuDNN at their engines' rate (kConvRate*); channels-last pays the transposes of
   // input and weight, and of the output unless the pass back replaces the bias or epilogue pass.

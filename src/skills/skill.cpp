@@ -8,6 +8,7 @@
 #include "skills/conv_channels_last.h"
 #include "skills/conv_engine_search.h"
 #include "skills/conv_epilogue.h"
+#include "skills/conv_reduce_epilogue.h"
 #include "skills/einsum_gemm.h"
 #include "skills/fuse_elementwise.h"
 #include "skills/linear_epilogue.h"
@@ -93,6 +94,13 @@ const std::vector<Skill>& all_skills() {
        "H200; costs the transposes (applied where the conv has at least 40 FLOPs per byte they add) and another "
        "TF32 engine's rounding (tolerance >= 1e-3)",
        conv_channels_last_sites, conv_channels_last},
+      {"conv_reduce_epilogue",
+       "computes a softmax, log_softmax or sum/mean/amax/amin over the channels (dim 1, up to 352 of them) of a "
+       "channels-last convolution's result, and then the elementwise chain after it, in the pass over cuDNN's "
+       "channels-last result (each position's channels are one contiguous row there), instead of writing the "
+       "NCHW result and reading it again across channel planes; saves a full write and read of the "
+       "convolution's result and a launch or two; costs nothing",
+       conv_reduce_epilogue_sites, conv_reduce_epilogue},
       {"conv_engine_search",
        "times several cuDNN engines (torch's candidates, in its order) on a convolution's first call and keeps "
        "the fastest, as torch.backends.cudnn.benchmark does (torch's default runs the first that works); costs "

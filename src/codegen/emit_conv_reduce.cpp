@@ -1,0 +1,225 @@
+// The conv_reduce_epilogue skill's pass over a channels-last convolution's result: a softmax,
+// log_softmax or reduction (sum, mean, amax, amin) over the channels, with the pointwise nodes before
+// it (the conv_epilogue chain, the reduction's prologue) and after it.
+//
+// cuDNN leaves the result as [N][S][C]: the C channels of a position are one contiguous row. A block
+// takes 32 positions of one sample, 32 x C contiguous floats (16-byte loads when C % 4 == 0), adds the
+// bias and computes the chain before the consumer on each, and keeps them in a shared-memory tile of
+// 32 rows (row stride C | 1, odd: a warp reading one channel of 32 positions hits 32 banks). Eight
+// groups of 32 threads (one warp each, a lane per position) take every eighth channel; their partial
+// statistics meet in shared memory. A softmax then writes each channel's 32 positions (128 contiguous
+// bytes of the NCHW output) through the chain after it; a reduction writes its 32 outputs (one per
+// position, NCHW order (n, s)) through that chain. The NCHW result is never written and never read
+// again: before, the pass back wrote it (a full write) and the consumer read it across channel planes.
+#include <set>
+#include <sstream>
+
+#include "codegen/conv_common.h"
+#include "skills/conv_reduce_epilogue.h"
+
+namespace kforge::codegen::conv {
+
+namespace {
+
+// Parameters (and their host expressions) of several pointwise functions, each once.
+struct Operands {
+  std::vector<std::string> params, args, hosts;
+  std::set<std::string> seen;
+  void add(const PointwiseFunction& f) {
+    auto split = [](const std::string& s) {
+      std::vector<std::string> out;
+      size_t at = 0;
+      while (!s.empty() && at <= s.size()) {
+        const size_t next = s.find(", ", at);
+        out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+        if (next == std::string::npos) break;
+        at = next + 2;
+      }
+      return out;
+    };
+    const auto p = split(f.params), a = split(f.call_args), h = split(f.host_args);
+    for (size_t i = 0; i < a.size() && i < p.size() && i < h.size(); ++i) {
+      if (!seen.insert(a[i]).second) continue;
+      params.push_back(p[i]);
+      args.push_back(a[i]);
+      hosts.push_back(h[i]);
+    }
+  }
+  static std::string join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += ", " + s;
+    return out;
+  }
+};
+
+}  // namespace
+
+StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const ConvGeom& g, const std::string& bias) {
+  const ir::Graph& gr = ctx.graph;
+  const auto& nodes = ctx.kernel.nodes;
+  size_t at = 0;
+  for (size_t i = 1; i < nodes.size() && at == 0; ++i) {
+    if (!ir::is_pointwise(gr.nodes()[static_cast<size_t>(nodes[i])])) at = i;
+  }
+  if (at == 0) return internal_error("kernel " + ctx.kernel.name + ": no channel consumer after the convolution");
+  const ir::Node& conv = gr.nodes()[static_cast<size_t>(nodes.front())];
+  const ir::Node& r = gr.nodes()[static_cast<size_t>(nodes[at])];
+  if (!skills::is_channel_consumer(gr, r))
+    return internal_error("kernel " + ctx.kernel.name + ": " + ir::describe(gr, r) + " is not a channel consumer");
+  const std::vector<int> pre(nodes.begin() + 1, nodes.begin() + static_cast<std::ptrdiff_t>(at));
+  const std::vector<int> post(nodes.begin() + static_cast<std::ptrdiff_t>(at) + 1, nodes.end());
+  const ir::ValueIndex made = pre.empty() ? conv.output : gr.nodes()[static_cast<size_t>(pre.back())].output;
+  if (made != r.inputs[0] || gr.type(conv.output).dtype != ir::DType::kFloat32)
+    return internal_error("kernel " + ctx.kernel.name + ": the channel consumer does not read the float32 chain");
+  const std::string name = ctx.kernel.name;
+  const bool softmax = ir::op_info(r.op).family == ir::OpFamily::kSoftmax;
+
+  Operands ops;
+  std::string functions;
+  PointwiseFunction pre_fn, post_fn;
+  if (!pre.empty()) {
+    KF_ASSIGN_OR_RETURN(pre_fn, pointwise_function(ctx, pre, name + "_pre", conv.output));
+    ops.add(pre_fn);
+    functions += pre_fn.code + "\n";
+  }
+  if (!post.empty()) {
+    KF_ASSIGN_OR_RETURN(post_fn, pointwise_function(ctx, post, name + "_post", r.output));
+    ops.add(post_fn);
+    functions += post_fn.code + "\n";
+  }
+  const int64_t C = g.cout, S = g.spatial_out, N = g.n;
+  const std::string cs = std::to_string(C), ss = std::to_string(S), ns = std::to_string(N);
+  const int64_t CP = C | 1;
+  const bool vec = C % 4 == 0;
+  auto with_args = [](const PointwiseFunction& f) { return f.call_args.empty() ? "" : ", " + f.call_args; };
+  auto with_params = [](const PointwiseFunction& f) { return f.params.empty() ? "" : ", " + f.params; };
+
+  std::ostringstream os;
+  os << "\n// The channel consumer (conv_reduce_epilogue skill): " << ir::describe(gr, r) << ".\n" << functions;
+  // One element of the consumer's input from the conv's value v of channel c at position s of sample n.
+  os << "__device__ __forceinline__ float " << name << "_elem(long long n, long long c, long long s, float v"
+     << (bias.empty() ? "" : ", const float* __restrict__ bias") << (pre.empty() ? "" : with_params(pre_fn)) << ") {\n"
+     << (bias.empty() ? "" : "  v = v + bias[c];\n")
+     << (pre.empty()
+             ? "  (void)n; (void)c; (void)s;\n  return v;\n"
+             : "  return " + name + "_pre((n * " + cs + "LL + c) * " + ss + "LL + s, v" + with_args(pre_fn) + ");\n")
+     << "}\n\n";
+  const std::string elem_args = (bias.empty() ? "" : ", bias") + (pre.empty() ? "" : with_args(pre_fn));
+  auto post_at = [&](const std::string& idx, const std::string& v) {
+    return post.empty() ? v : name + "_post(" + idx + ", " + v + with_args(post_fn) + ")";
+  };
+  os << "__global__ void __launch_bounds__(256) " << name << "_channels(const float* __restrict__ ycl"
+     << (bias.empty() ? "" : ", const float* __restrict__ bias") << Operands::join(ops.params)
+     << ", float* __restrict__ out) {\n"
+     << "  constexpr long long C = " << C << "LL, S = " << S << "LL, N = " << N << "LL;\n"
+     << "  constexpr int P = 32, CP = " << CP << ";  // positions per block, the tile's row stride (odd)\n"
+     << "  __shared__ float tile[P * CP];\n"
+     << "  __shared__ float part_a[8][P];\n"
+     << (softmax ? "  __shared__ float part_b[8][P];\n" : "")
+     << "  const int p = threadIdx.x & 31, part = threadIdx.x >> 5;  // the position, the eighth of the channels\n"
+     << "  const long long s0 = (long long)blockIdx.x * P;\n"
+     << "  const int np = (int)(S - s0 < P ? S - s0 : P);\n"
+     << "  for (long long n = blockIdx.y; n < N; n += gridDim.y) {\n"
+     << "    const float* src = ycl + (n * S + s0) * C;  // np rows of C channels, contiguous\n";
+  if (vec) {
+    os << "    for (int e = threadIdx.x; e < np * (int)(C / 4); e += 256) {\n"
+       << "      const float4 v = reinterpret_cast<const float4*>(src)[e];\n"
+       << "      const int q = e / (int)(C / 4), c = (e - q * (int)(C / 4)) * 4;\n"
+       << "      float* t = tile + q * CP + c;\n"
+       << "      t[0] = " << name << "_elem(n, c, s0 + q, v.x" << elem_args << ");\n"
+       << "      t[1] = " << name << "_elem(n, c + 1, s0 + q, v.y" << elem_args << ");\n"
+       << "      t[2] = " << name << "_elem(n, c + 2, s0 + q, v.z" << elem_args << ");\n"
+       << "      t[3] = " << name << "_elem(n, c + 3, s0 + q, v.w" << elem_args << ");\n"
+       << "    }\n";
+  } else {
+    os << "    for (int e = threadIdx.x; e < np * (int)C; e += 256) {\n"
+       << "      const int q = e / (int)C, c = e - q * (int)C;\n"
+       << "      tile[q * CP + c] = " << name << "_elem(n, c, s0 + q, src[e]" << elem_args << ");\n"
+       << "    }\n";
+  }
+  os << "    __syncthreads();\n";
+  const std::string nan_max = "if (x > m || isnan(x)) m = x;";
+  if (softmax) {
+    const bool log = r.op == ir::OpId::kLogSoftmax;
+    os << "    // The maximum over the channels, then the sum of exp(x - max); NaN propagates.\n"
+       << "    float m = -INFINITY;\n"
+       << "    if (p < np) {\n"
+       << "      for (int c = part; c < (int)C; c += 8) {\n"
+       << "        const float x = tile[p * CP + c];\n"
+       << "        " << nan_max << "\n"
+       << "      }\n"
+       << "    }\n"
+       << "    part_a[part][p] = m;\n"
+       << "    __syncthreads();\n"
+       << "    m = part_a[0][p];\n"
+       << "    for (int k = 1; k < 8; ++k) {\n"
+       << "      const float x = part_a[k][p];\n"
+       << "      " << nan_max << "\n"
+       << "    }\n"
+       << "    float z = 0.0f;\n"
+       << "    if (p < np) {\n"
+       << "      for (int c = part; c < (int)C; c += 8) z += expf(tile[p * CP + c] - m);\n"
+       << "    }\n"
+       << "    part_b[part][p] = z;\n"
+       << "    __syncthreads();\n"
+       << "    z = 0.0f;\n"
+       << "    for (int k = 0; k < 8; ++k) z += part_b[k][p];\n"
+       << (log ? "    const float lz = logf(z);\n" : "") << "    if (p < np) {\n"
+       << "      for (int c = part; c < (int)C; c += 8) {\n"
+       << "        const long long i = (n * C + c) * S + s0 + p;\n"
+       << "        const float y = " << (log ? "tile[p * CP + c] - m - lz" : "expf(tile[p * CP + c] - m) / z") << ";\n"
+       << "        out[i] = " << post_at("i", "y") << ";\n"
+       << "      }\n"
+       << "    }\n";
+  } else {
+    std::string ident, combine;
+    switch (r.op) {
+      case ir::OpId::kSum:
+      case ir::OpId::kMean:
+        ident = "0.0f";
+        combine = "m += x;";
+        break;
+      case ir::OpId::kAmax:
+        ident = "-INFINITY";
+        combine = nan_max;
+        break;
+      case ir::OpId::kAmin:
+        ident = "INFINITY";
+        combine = "if (x < m || isnan(x)) m = x;";
+        break;
+      default: return internal_error("no channel reduction for " + ir::describe(gr, r));
+    }
+    os << "    float m = " << ident << ";\n"
+       << "    if (p < np) {\n"
+       << "      for (int c = part; c < (int)C; c += 8) {\n"
+       << "        const float x = tile[p * CP + c];\n"
+       << "        " << combine << "\n"
+       << "      }\n"
+       << "    }\n"
+       << "    part_a[part][p] = m;\n"
+       << "    __syncthreads();\n"
+       << "    if (part == 0 && p < np) {\n"
+       << "      for (int k = 1; k < 8; ++k) {\n"
+       << "        const float x = part_a[k][p];\n"
+       << "        " << combine << "\n"
+       << "      }\n"
+       << (r.op == ir::OpId::kMean ? "      m = m / " + float_literal(static_cast<double>(C)) + ";\n" : "")
+       << "      const long long o = n * S + s0 + p;  // the output (n, s): NCHW order of the reduced tensor\n"
+       << "      out[o] = " << post_at("o", "m") << ";\n"
+       << "    }\n";
+  }
+  os << "    __syncthreads();\n"
+     << "  }\n"
+     << "}\n";
+  ChannelsLastBack back;
+  back.device = os.str();
+  std::ostringstream host;
+  host << "  " << name << "_channels<<<dim3(" << (S + 31) / 32 << "u, batches), 256, 0, ctx->stream>>>(ycl"
+       << (bias.empty() ? "" : ", " + bias) << Operands::join(ops.hosts) << ", " << ctx.out_ptr() << ");\n"
+       << "  KF_LAUNCHED();\n";
+  back.host = host.str();
+  back.launches = 1;
+  return back;
+}
+
+}  // namespace kforge::codegen::conv

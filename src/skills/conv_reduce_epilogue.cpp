@@ -1,0 +1,141 @@
+// conv_reduce_epilogue: legality and the merge of a channels-last convolution kernel with the channel
+// reduction (or softmax) after it, and of that kernel with the elementwise chain after the reduction.
+#include "skills/conv_reduce_epilogue.h"
+
+#include <algorithm>
+
+#include "ir/shape_rules.h"
+#include "skills/epilogue_rules.h"
+
+namespace kforge::skills {
+
+namespace {
+
+const ir::Node& node_at(const ir::Graph& g, int n) {
+  return g.nodes()[static_cast<size_t>(n)];
+}
+
+bool is_conv_node(const ir::Graph& g, int n) {
+  const auto family = ir::op_info(node_at(g, n).op).family;
+  return family == ir::OpFamily::kConv || family == ir::OpFamily::kConvTranspose;
+}
+
+// A cuDNN conv kernel on the channels-last path (torch's engine), its first node the convolution.
+bool is_channels_last_conv(const ir::Graph& g, const schedule::Kernel& k) {
+  return k.impl == schedule::Impl::kLibrary && (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose") &&
+         k.knob("channels_last", 0) == 1 && k.knob("engine", 0) == 0 && k.knob("direct", 0) == 0 && !k.nodes.empty() &&
+         is_conv_node(g, k.nodes.front());
+}
+
+// The position of the channel consumer in k's nodes, or -1.
+int consumer_position(const ir::Graph& g, const schedule::Kernel& k) {
+  for (size_t i = 1; i < k.nodes.size(); ++i) {
+    if (!ir::is_pointwise(node_at(g, k.nodes[i]))) return is_channel_consumer(g, node_at(g, k.nodes[i])) ? int(i) : -1;
+  }
+  return -1;
+}
+
+ir::ValueIndex result_of(const ir::Graph& g, const schedule::Kernel& k) {
+  return node_at(g, k.root()).output;
+}
+
+// The producer's result is read by the consumer's nodes alone and is not a graph output.
+std::string read_by_consumer_alone(const ir::Graph& g, const schedule::Kernel& p, const schedule::Kernel& c) {
+  const ir::ValueIndex v = result_of(g, p);
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
+    return "the producer's result is a graph output, so it must be stored";
+  bool read = false;
+  for (int user : g.users(v)) {
+    if (std::find(c.nodes.begin(), c.nodes.end(), user) == c.nodes.end())
+      return "the producer's result is also read by " + ir::describe(g, node_at(g, user));
+    read = true;
+  }
+  return read ? "" : "the consumer does not read the producer's result";
+}
+
+std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
+  const int n = static_cast<int>(s.kernels.size());
+  if (producer < 0 || consumer < 0 || producer >= n || consumer >= n || producer >= consumer)
+    return "the conv kernel must run before its consumer";
+  const auto& p = s.kernels[static_cast<size_t>(producer)];
+  const auto& c = s.kernels[static_cast<size_t>(consumer)];
+  if (!is_channels_last_conv(g, p)) return "the producer must be a channels-last cuDNN conv kernel";
+  const ir::TensorType& conv_out = g.type(node_at(g, p.nodes.front()).output);
+  if (conv_out.dtype != ir::DType::kFloat32) return "the convolution's result is not float32";
+  if (conv_out.shape.size() < 3) return "the convolution has no spatial dims";
+  if (is_conv_reduce_epilogue(g, p)) {
+    // Second form: the elementwise chain after the reduction.
+    if (!is_pointwise_chain(g, c)) return "after the channel consumer only an elementwise chain joins";
+    const ir::TensorType& pt = g.type(result_of(g, p));
+    const ir::TensorType& ct = g.type(result_of(g, c));
+    if (pt.shape != ct.shape || ct.dtype != ir::DType::kFloat32)
+      return "the chain's result (" + ir::shape_str(ct.shape) + ") is not the channel consumer's shape (" +
+             ir::shape_str(pt.shape) + ") in float32";
+    return read_by_consumer_alone(g, p, c);
+  }
+  if (!tail_is_pointwise(g, p)) return "the producer must be the convolution with at most a pointwise epilogue";
+  if (c.impl != schedule::Impl::kGenerated || c.nodes.empty()) return "the consumer must be a generated kernel";
+  if (!is_channel_consumer(g, node_at(g, c.root())))
+    return "the consumer's last node is not a softmax or a sum, mean, amax or amin over the channels (dim 1) of "
+           "at most " +
+           std::to_string(kMaxChannelConsumerChannels) + " float32 channels";
+  for (size_t i = 0; i + 1 < c.nodes.size(); ++i) {
+    const ir::Node& pn = node_at(g, c.nodes[i]);
+    if (!ir::is_pointwise(pn)) return "the consumer's prologue must be pointwise";
+    if (g.type(pn.output).shape != conv_out.shape) return "the consumer's prologue changes the convolution's shape";
+  }
+  const ir::Node& r = node_at(g, c.root());
+  if (g.type(r.inputs[0]).shape != conv_out.shape) return "the channel consumer's input is not the convolution's shape";
+  return read_by_consumer_alone(g, p, c);
+}
+
+}  // namespace
+
+bool is_channel_consumer(const ir::Graph& g, const ir::Node& n) {
+  if (n.inputs.empty() || n.inputs[0] == ir::kNoValue) return false;
+  const ir::TensorType& in = g.type(n.inputs[0]);
+  if (in.dtype != ir::DType::kFloat32 || g.type(n.output).dtype != ir::DType::kFloat32 || in.shape.size() < 3)
+    return false;
+  if (in.shape[1] < 1 || in.shape[1] > kMaxChannelConsumerChannels) return false;
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  switch (n.op) {
+    case ir::OpId::kSoftmax:
+    case ir::OpId::kLogSoftmax: {
+      const int64_t d = n.attrs.i("dim");
+      return d == 1 || d == 1 - rank;
+    }
+    case ir::OpId::kSum:
+    case ir::OpId::kMean:
+    case ir::OpId::kAmax:
+    case ir::OpId::kAmin: {
+      auto dims = ir::reduction_dims(n.attrs.ints("dims"), in.shape.size());
+      return dims.is_ok() && *dims == std::vector<int64_t>{1};
+    }
+    default: return false;
+  }
+}
+
+bool is_conv_reduce_epilogue(const ir::Graph& g, const schedule::Kernel& k) {
+  if (k.nodes.size() < 2 || !is_channels_last_conv(g, k)) return false;
+  const int at = consumer_position(g, k);
+  if (at < 0) return false;
+  for (size_t i = static_cast<size_t>(at) + 1; i < k.nodes.size(); ++i) {
+    if (!ir::is_pointwise(node_at(g, k.nodes[i]))) return false;
+  }
+  return true;
+}
+
+std::vector<Site> conv_reduce_epilogue_sites(const ir::Graph& g, const schedule::Schedule& s) {
+  return pair_sites(g, s, illegal, [](const std::string& p, const std::string& c) {
+    return c + " computed in " + p + "'s pass over the channels-last result";
+  });
+}
+
+StatusOr<schedule::Schedule> conv_reduce_epilogue(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
+  if (site.kernels.size() != 2) return invalid_argument("conv_reduce_epilogue takes a site of two kernels");
+  if (std::string why = illegal(g, s, site.kernels[0], site.kernels[1]); !why.empty())
+    return invalid_argument("conv_reduce_epilogue: " + why);
+  return merge_epilogue(s, site, "conv_reduce_epilogue");
+}
+
+}  // namespace kforge::skills

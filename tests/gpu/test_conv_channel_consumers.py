@@ -1,0 +1,124 @@
+"""GPU tests of the conv_reduce_epilogue skill (ctest label gpu, skipped without a GPU): a softmax,
+log_softmax or sum/mean/amax/amin over the channels of a channels-last convolution, with the chains
+before and after it, computed in the pass over cuDNN's channels-last result. Each problem is built
+under the cuda-agent protocol (channels-last needs its tolerance), the skill must have applied, the
+candidate is verified by `kforge evaluate` on fresh random inputs (poisoned outputs), and its ModelNew
+is run here against the problem's Model on inputs scaled to large logits and with a NaN pixel (NaN
+where torch has NaN). Shapes cover both tile loads (channels a multiple of 4 or not), positions that
+leave a partial last tile, conv_transpose, 3-d convs and a conv without bias."""
+import importlib.util
+import json
+import os
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KFORGE = os.environ.get("KFORGE_BIN", os.path.join(HERE, "../../build/kforge"))
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/dev/nvidia0"), reason="needs an NVIDIA GPU")
+
+# name: (the conv, a forward statement after `x = self.conv(x)` (or ""), the return statement, input shape);
+# every Model also has a parameter `bias` of shape (C, 1, 1).
+CASES = {
+    "softmax_bias_scale_sigmoid": ("nn.Conv2d(16, 64, 3)", "x = torch.softmax(x, dim=1)",
+                                   "return torch.sigmoid((x + self.bias) * 2.0)", (4, 16, 35, 35)),
+    "transpose_log_softmax": ("nn.ConvTranspose2d(32, 36, 4, stride=2, padding=1)", "",
+                              "return torch.log_softmax(x, dim=1)", (4, 32, 17, 17)),
+    "relu_softmax_3d_odd_channels": ("nn.Conv3d(16, 30, 3)", "", "return torch.softmax(torch.relu(x), dim=1)",
+                                     (2, 16, 12, 12, 13)),
+    "min_keepdim_tanh_tanh": ("nn.Conv2d(16, 64, 3)", "x = torch.min(x, dim=1, keepdim=True)[0]",
+                              "return torch.tanh(torch.tanh(x))", (4, 16, 35, 35)),
+    "relu_amax_no_bias": ("nn.Conv2d(64, 28, 3, bias=False)", "", "return torch.amax(torch.relu(x), dim=1)",
+                          (4, 64, 35, 35)),
+    "gelu_mean_scaled": ("nn.Conv2d(16, 48, 3)", "", "return torch.mean(torch.nn.functional.gelu(x), dim=1) * 3.0",
+                         (4, 16, 35, 35)),
+    "sum_keepdim": ("nn.Conv2d(16, 40, 3)", "", "return torch.sum(x - 0.5, dim=1, keepdim=True)", (4, 16, 35, 35)),
+}
+
+
+def problem_source(name):
+    conv, statement, ret, shape = CASES[name]
+    channels = int(conv.split("(")[1].split(",")[1])
+    lines = [
+        "import torch",
+        "import torch.nn as nn",
+        "",
+        "",
+        "class Model(nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+        f"        self.conv = {conv}",
+        f"        self.bias = nn.Parameter(torch.randn({channels}, 1, 1))",
+        "",
+        "    def forward(self, x):",
+        "        x = self.conv(x)",
+    ]
+    if statement:
+        lines.append(f"        {statement}")
+    lines += [
+        f"        {ret}",
+        "",
+        "",
+        "def get_inputs():",
+        f"    return [torch.rand{shape}]",
+        "",
+        "",
+        "def get_init_inputs():",
+        "    return []",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def load(path, module):
+    spec = importlib.util.spec_from_file_location(module, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_channel_consumer_in_the_conv_pass_matches_torch(tmp_path, name):
+    import torch
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(problem_source(name))
+    out = tmp_path / "out"
+    r = subprocess.run([KFORGE, "build", str(path), "--protocol", "cuda-agent", "--out", str(out), "--json"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    schedule = json.loads((out / "schedule.json").read_text())
+    assert any(a.startswith("conv_reduce_epilogue:") for a in schedule["applied"]), schedule["applied"]
+    kernels = "".join(p.read_text() for p in (out / "kernels").glob("k*.cu"))
+    assert "_channels<<<" in kernels and "_from_channels_last" not in kernels
+    r = subprocess.run([KFORGE, "evaluate", str(path), str(out / "model_new.py"), "--protocol", "cuda-agent",
+                        "--json", "--no-profile"], capture_output=True, text=True, timeout=600)
+    assert r.stdout, r.stderr
+    res = json.loads(r.stdout)
+    assert r.returncode == 0 and res["outcome"] == "ok" and res["verified"], res
+
+    mod = load(str(out / "model_new.py"), f"kf_{name}")
+    try:
+        torch.manual_seed(3)
+        ref = mod.Model().cuda().eval()
+        new = mod.ModelNew().cuda().eval()
+        new.load_state_dict(ref.state_dict())
+        g = torch.Generator().manual_seed(11)
+        shape = CASES[name][3]
+        x = (torch.rand(*shape, generator=g) * 2 - 1) * 20  # large logits: exp overflows without the max
+        x.view(-1)[shape[-1] * 5 + 7] = float("nan")      # one NaN pixel: NaN at every position it reaches
+        x = x.cuda()
+        with torch.no_grad():
+            want = ref(x)
+            got = new(x)
+        torch.cuda.synchronize()
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert torch.isnan(want).any()
+        assert torch.equal(torch.isnan(got), torch.isnan(want)), "NaN where torch has none, or the reverse"
+        tol = 1e-2 * max(1.0, want.nan_to_num(0.0).abs().max().item() / 100)
+        assert torch.allclose(got, want, rtol=1e-2, atol=tol, equal_nan=True), \
+            f"max abs difference {(got - want).abs().nan_to_num(0.0).max().item()}"
+    finally:
+        if hasattr(mod, "kforge_release"):
+            mod.kforge_release()

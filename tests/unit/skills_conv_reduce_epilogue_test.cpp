@@ -1,0 +1,155 @@
+// conv_reduce_epilogue: where it is legal (after conv_channels_last, a channel consumer reading the
+// conv's result alone), the merged kernel, the code it leads to (one pass over the channels-last
+// result: tile of 32 positions, statistics per position, the chains before and after), the cost
+// model's view, and nvcc builds. The numerics are checked against torch on the GPU machine
+// (tests/gpu/test_conv_channel_consumers.py and the level-2 problems the bench verifies).
+#include <gtest/gtest.h>
+
+#include "codegen/program.h"
+#include "costmodel/roofline.h"
+#include "skills/conv_epilogue.h"
+#include "skills/conv_reduce_epilogue.h"
+#include "skills/planner.h"
+#include "test_util.h"
+
+namespace kforge::skills {
+namespace {
+
+using kforge::testing::graph_from_text;
+
+bool has(const std::string& code, const std::string& s) {
+  return code.find(s) != std::string::npos;
+}
+
+// x [4, 16, 35, 35] -> conv (w [cout, 16, 3, 3], bias) -> c [4, cout, 33, 33] -> relu -> r ->
+// `consumer` (its attrs, its output shape) -> t -> sigmoid -> y. `extra_output` makes r a graph output too.
+std::string graph(int cout, const std::string& consumer, const std::string& attrs, const std::string& out_shape,
+                  bool extra_output = false) {
+  const std::string full = "[4, " + std::to_string(cout) + ", 33, 33]";
+  return R"({"format": "kforge.graph/1", "name": "cr",
+    "inputs": [{"id": "x", "name": "x", "shape": [4, 16, 35, 35], "dtype": "float32"}],
+    "params": [{"id": "w", "path": "conv.weight", "kind": "parameter", "shape": [)" +
+         std::to_string(cout) + R"(, 16, 3, 3], "dtype": "float32"},
+               {"id": "b", "path": "conv.bias", "kind": "parameter", "shape": [)" +
+         std::to_string(cout) + R"(], "dtype": "float32"}],
+    "nodes": [
+      {"id": "c", "op": "conv", "inputs": ["x", "w", "b"],
+       "attrs": {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 1},
+       "shape": )" +
+         full + R"(, "dtype": "float32"},
+      {"id": "r", "op": "relu", "inputs": ["c"], "attrs": {}, "shape": )" +
+         full + R"(, "dtype": "float32"},
+      {"id": "t", "op": ")" +
+         consumer + R"(", "inputs": ["r"], "attrs": )" + attrs + R"(, "shape": )" + out_shape +
+         R"(, "dtype": "float32"},
+      {"id": "y", "op": "sigmoid", "inputs": ["t"], "attrs": {}, "shape": )" +
+         out_shape + R"(, "dtype": "float32"}],
+    "outputs": ["y")" +
+         (extra_output ? R"(, "r")" : "") + R"(]})";
+}
+
+schedule::Schedule planned(const ir::Graph& g, double tolerance) {
+  DefaultPlanOptions o;
+  o.base.tolerance = tolerance;
+  auto s = plan_default(g, o);
+  EXPECT_TRUE(s.is_ok()) << s.status().message();
+  return s.value();
+}
+
+int count_applied(const schedule::Schedule& s, const std::string& skill) {
+  int n = 0;
+  for (const auto& a : s.applied) n += a.rfind(skill + ":", 0) == 0 ? 1 : 0;
+  return n;
+}
+
+TEST(ConvReduceEpilogue, SoftmaxOverChannelsAndTheChainsAroundItJoinTheChannelsLastConv) {
+  ir::Graph g = graph_from_text(graph(24, "softmax", R"({"dim": 1})", "[4, 24, 33, 33]"));
+  schedule::Schedule s = planned(g, 1e-2);
+  // conv + relu (conv_epilogue), then the softmax, then the sigmoid: one kernel.
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_EQ(s.kernels[0].nodes.size(), 4u);
+  EXPECT_TRUE(is_conv_reduce_epilogue(g, s.kernels[0]));
+  EXPECT_FALSE(is_conv_epilogue(g, s.kernels[0]));
+  EXPECT_EQ(count_applied(s, "conv_reduce_epilogue"), 2);
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(p->kernels.size(), 1u);
+  const std::string& code = p->kernels[0].code;
+  // No transpose back to NCHW: one pass over the channels-last result, 32 positions per block.
+  EXPECT_FALSE(has(code, "_from_channels_last")) << code;
+  EXPECT_TRUE(has(code, "constexpr long long C = 24LL, S = 1089LL, N = 4LL;")) << code;
+  EXPECT_TRUE(has(code, "constexpr int P = 32, CP = 25;")) << code;
+  // 24 channels: 16-byte loads; each element gets the bias and the relu (the chain before).
+  EXPECT_TRUE(has(code, "const float4 v = reinterpret_cast<const float4*>(src)[e];")) << code;
+  EXPECT_TRUE(has(code, "v = v + bias[c];")) << code;
+  EXPECT_TRUE(has(code, "return k0_conv_pre((n * 24LL + c) * 1089LL + s, v);")) << code;
+  // Softmax: max (NaN sticks), sum of exp, then each channel's positions through the sigmoid.
+  EXPECT_TRUE(has(code, "if (x > m || isnan(x)) m = x;")) << code;
+  EXPECT_TRUE(has(code, "const float y = expf(tile[p * CP + c] - m) / z;")) << code;
+  EXPECT_TRUE(has(code, "out[i] = k0_conv_post(i, y);")) << code;
+  EXPECT_TRUE(has(code, "k0_conv_channels<<<dim3(35u, batches), 256, 0, ctx->stream>>>(ycl, ")) << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-softmax-channels-build");
+
+  // The cost model: the conv's result written once and read once, the output written once (not the
+  // NCHW copy, the softmax's read and write, and the sigmoid's).
+  costmodel::DeviceCeilings d;
+  const double conv_bytes = 4.0 * 24 * 33 * 33 * 4;
+  const auto cost = costmodel::kernel_cost(g, s, s.kernels[0], d);
+  const double io = 4.0 * (4 * 16 * 35 * 35 + 24 * 16 * 9 + 24);
+  EXPECT_NEAR(cost.bytes, io + conv_bytes + 2 * conv_bytes + 2 * 4.0 * (4 * 16 * 35 * 35 + 24 * 16 * 9), 1.0);
+}
+
+TEST(ConvReduceEpilogue, MinOverChannelsWithTheScalarTileAndItsChain) {
+  // 26 channels (not a multiple of 4): scalar loads; amin keeps dim 1; the sigmoid at the output index.
+  ir::Graph g = graph_from_text(graph(26, "amin", R"({"dims": [1], "keepdim": true})", "[4, 1, 33, 33]"));
+  schedule::Schedule s = planned(g, 1e-2);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_TRUE(is_conv_reduce_epilogue(g, s.kernels[0]));
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_TRUE(has(code, "constexpr int P = 32, CP = 27;")) << code;
+  EXPECT_TRUE(has(code, "tile[q * CP + c] = k0_conv_elem(n, c, s0 + q, src[e], bias);")) << code;
+  EXPECT_TRUE(has(code, "if (x < m || isnan(x)) m = x;")) << code;
+  EXPECT_TRUE(has(code, "const long long o = n * S + s0 + p;")) << code;
+  EXPECT_TRUE(has(code, "out[o] = k0_conv_post(o, m);")) << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-amin-channels-build");
+}
+
+TEST(ConvReduceEpilogue, MeanDividesByTheChannelCount) {
+  ir::Graph g = graph_from_text(graph(32, "mean", R"({"dims": [-3], "keepdim": false})", "[4, 33, 33]"));
+  schedule::Schedule s = planned(g, 1e-2);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_TRUE(has(p->kernels[0].code, "m = m / (32.0f);")) << p->kernels[0].code;
+}
+
+TEST(ConvReduceEpilogue, NotWhereTheResultIsNeededElsewhereOrTheConsumerIsNotOverChannels) {
+  // kernelbench's 1e-4: no channels-last conv, so no site; the softmax keeps its own kernel.
+  ir::Graph g = graph_from_text(graph(24, "softmax", R"({"dim": 1})", "[4, 24, 33, 33]"));
+  schedule::Schedule strict = planned(g, 1e-4);
+  EXPECT_GT(strict.kernels.size(), 1u);
+  EXPECT_EQ(count_applied(strict, "conv_reduce_epilogue"), 0);
+  EXPECT_TRUE(conv_reduce_epilogue_sites(g, strict).empty());
+  // The relu's result is also a graph output: it must be stored, so the softmax stays apart.
+  ir::Graph stored = graph_from_text(graph(24, "softmax", R"({"dim": 1})", "[4, 24, 33, 33]", true));
+  schedule::Schedule s = planned(stored, 1e-2);
+  EXPECT_EQ(count_applied(s, "conv_reduce_epilogue"), 0);
+  // Softmax over a spatial dim, or a sum over channels and space: not a channel consumer.
+  ir::Graph spatial = graph_from_text(graph(24, "softmax", R"({"dim": 3})", "[4, 24, 33, 33]"));
+  EXPECT_EQ(count_applied(planned(spatial, 1e-2), "conv_reduce_epilogue"), 0);
+  ir::Graph both = graph_from_text(graph(24, "sum", R"({"dims": [1, 2], "keepdim": false})", "[4, 33]"));
+  EXPECT_EQ(count_applied(planned(both, 1e-2), "conv_reduce_epilogue"), 0);
+  // More channels than the tile holds.
+  ir::Graph wide = graph_from_text(graph(360, "amax", R"({"dims": [1], "keepdim": false})", "[4, 33, 33]"));
+  EXPECT_EQ(count_applied(planned(wide, 1e-2), "conv_reduce_epilogue"), 0);
+  // An illegal site is refused with the reason.
+  schedule::Schedule one = schedule::plan_one_kernel_per_op(g, {.tolerance = 1e-2});
+  auto bad = conv_reduce_epilogue(g, one, Site{{0, 2}, {}, ""});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_TRUE(has(bad.status().message(), "channels-last")) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace kforge::skills
