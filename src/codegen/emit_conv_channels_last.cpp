@@ -180,9 +180,54 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
   // The 16-byte form (fp32 in and out, C and S multiples of 4, C >= 16): tiles of 32 channels x 128
   // positions, loads along C and stores along S 16 bytes wide, 4 of each per thread; the tile's row
   // stride of 129 floats keeps a warp's shared-memory writes and reads on 32 banks.
-  const bool vector =
-      back == nullptr && T == "float" && OT == "float" && g.cout % 4 == 0 && s_out % 4 == 0 && g.cout >= 16;
+  const bool vec_loads = back == nullptr && T == "float" && OT == "float" && g.cout % 4 == 0 && g.cout >= 16;
+  const bool vector = vec_loads && s_out % 4 == 0;
   if (back != nullptr) os << back->device;
+  // Positions not a multiple of 4 (rows of the NCHW output not 16-byte aligned): the same 16-byte loads,
+  // then each warp writes one channel's 32 consecutive positions with scalar stores (128 contiguous
+  // bytes per store instruction); the 32x32 scalar tiles ran level2/5's 513 x 513 planes at 2 TB/s.
+  if (vec_loads && !vector) {
+    os << "// The result back to NCHW: 16-byte loads along C, coalesced scalar stores along S" << what << ".\n"
+       << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last_x4s" << params << " {\n"
+       << "  constexpr long long C = " << g.cout << "LL, S = " << s_out << "LL, N = " << g.n << "LL;\n"
+       << "  __shared__ float tile[32][129];\n"
+       << "  const long long s0 = (long long)blockIdx.x * 128, c0 = (long long)blockIdx.y * 32;\n"
+       << "  const int quad = threadIdx.x & 7, pos = threadIdx.x >> 3;  // loads: 4-channel quad, position\n"
+       << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;  // stores: position, channel\n"
+       << "  for (long long n = blockIdx.z; n < N; n += gridDim.z) {\n"
+       << "    const float* yb = ycl + (n * S + s0) * C + c0;\n"
+       << "    float4 v[4];\n"
+       << "#pragma unroll\n"
+       << "    for (int r = 0; r < 4; ++r) {\n"
+       << "      const int s = pos + 32 * r;\n"
+       << "      if (s0 + s < S && c0 + 4 * quad < C) v[r] = *reinterpret_cast<const float4*>(yb + s * C + 4 * quad);\n"
+       << "    }\n"
+       << "#pragma unroll\n"
+       << "    for (int r = 0; r < 4; ++r) {\n"
+       << "      const int s = pos + 32 * r;\n"
+       << "      tile[4 * quad][s] = v[r].x;\n"
+       << "      tile[4 * quad + 1][s] = v[r].y;\n"
+       << "      tile[4 * quad + 2][s] = v[r].z;\n"
+       << "      tile[4 * quad + 3][s] = v[r].w;\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "#pragma unroll\n"
+       << "    for (int j = 0; j < 4; ++j) {\n"
+       << "      const int row = warp + 8 * j;\n"
+       << "      const long long c = c0 + row;\n"
+       << "#pragma unroll\n"
+       << "      for (int k = 0; k < 4; ++k) {\n"
+       << "        const int s = lane + 32 * k;\n"
+       << "        if (c < C && s0 + s < S) {\n"
+       << "          const long long i = (n * C + c) * S + s0 + s;\n"
+       << "          out[i] = " << value_at("tile[row][s]") << ";\n"
+       << "        }\n"
+       << "      }\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "  }\n"
+       << "}\n";
+  }
   if (vector) {
     os << "// The result back to NCHW, 16 bytes wide" << what << ".\n"
        << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last_x4" << params << " {\n"
@@ -228,7 +273,7 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
        << "  }\n"
        << "}\n";
   }
-  if (back == nullptr) {
+  if (back == nullptr && (vector || !vec_loads)) {
     os << "// The result back to NCHW (32x32 tiles: reads along C, writes along S)" << what << ".\n"
        << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last" << params << " {\n"
        << "  constexpr long long C = " << g.cout << "LL, S = " << s_out << "LL, N = " << g.n << "LL;\n"
@@ -287,8 +332,13 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
        << "    " << name << "_from_channels_last_x4<<<dim3(" << (s_out + 127) / 128 << "u, " << (g.cout + 31) / 32
        << "u, batches), 256, 0, ctx->stream>>>" << back_args << "  } else {\n  ";
   }
-  os << "  " << name << "_from_channels_last<<<dim3(" << (s_out + 31) / 32 << "u, " << (g.cout + 31) / 32
-     << "u, batches), dim3(32, 8), 0, ctx->stream>>>" << back_args;
+  if (vec_loads && !vector) {
+    os << "  " << name << "_from_channels_last_x4s<<<dim3(" << (s_out + 127) / 128 << "u, " << (g.cout + 31) / 32
+       << "u, batches), 256, 0, ctx->stream>>>" << back_args;
+  } else {
+    os << "  " << name << "_from_channels_last<<<dim3(" << (s_out + 31) / 32 << "u, " << (g.cout + 31) / 32
+       << "u, batches), dim3(32, 8), 0, ctx->stream>>>" << back_args;
+  }
   if (vector) os << "  }\n";
   os << "  KF_LAUNCHED();\n"
      << "  return 0;\n"
