@@ -9,6 +9,7 @@
 #include "skills/conv_reduce_epilogue.h"
 #include "skills/linear_epilogue.h"
 #include "skills/loss_prologue.h"
+#include "skills/norm_epilogue.h"
 #include "skills/reduce_prologue.h"
 #include "skills/scan_exclusive.h"
 #include "skills/scan_prologue.h"
@@ -71,6 +72,7 @@ StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
   if (ctx.kernel.nodes.size() > 1 && skills::is_conv_epilogue(ctx.graph, ctx.kernel)) return emit_conv_epilogue(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_conv_reduce_epilogue(ctx.graph, ctx.kernel))
     return emit_conv_reduce_epilogue(ctx);
+  if (ctx.kernel.nodes.size() > 1 && skills::is_norm_epilogue(ctx.graph, ctx.kernel)) return emit_norm_epilogue(ctx);
   if (ctx.kernel.nodes.size() > 1 && skills::is_linear_epilogue(ctx.graph, ctx.kernel))
     return emit_linear_epilogue(ctx);
   // Pointwise chains (ir::is_pointwise), whatever their root's family (batch_norm_inference).

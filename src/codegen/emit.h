@@ -78,6 +78,10 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx);
 // and writes the kernel's output. emit_conv.cpp, emit_conv_reduce.cpp.
 StatusOr<KernelSource> emit_conv_reduce_epilogue(const EmitContext& ctx);
 
+// A normalization with the elementwise chain after it (the norm_epilogue skill): the apply pass computes
+// the chain on each normalized value before its store. emit_norm.cpp.
+StatusOr<KernelSource> emit_norm_epilogue(const EmitContext& ctx);
+
 // A cuBLAS linear with the elementwise chain after it (the linear_epilogue skill): the GEMM writes
 // x W^T into the chain's output (beta = 0), one generated pass adds the bias and computes the chain
 // in place. emit_matmul.cpp.

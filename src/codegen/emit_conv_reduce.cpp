@@ -11,6 +11,7 @@
 // bytes of the NCHW output) through the chain after it; a reduction writes its 32 outputs (one per
 // position, NCHW order (n, s)) through that chain. The NCHW result is never written and never read
 // again: before, the pass back wrote it (a full write) and the consumer read it across channel planes.
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -108,6 +109,106 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   auto post_at = [&](const std::string& idx, const std::string& v) {
     return post.empty() ? v : name + "_post(" + idx + ", " + v + with_args(post_fn) + ")";
   };
+  std::string ident, combine;  // a reduction's identity and its step `m (+)= x`
+  switch (r.op) {
+    case ir::OpId::kSum:
+    case ir::OpId::kMean:
+    case ir::OpId::kAdaptiveAvgPool:
+      ident = "0.0f";
+      combine = "m += x;";
+      break;
+    case ir::OpId::kAmax:
+      ident = "-INFINITY";
+      combine = "if (x > m || isnan(x)) m = x;";
+      break;
+    case ir::OpId::kAmin:
+      ident = "INFINITY";
+      combine = "if (x < m || isnan(x)) m = x;";
+      break;
+    default: break;
+  }
+  const bool mean = r.op == ir::OpId::kMean || r.op == ir::OpId::kAdaptiveAvgPool;
+  if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kSpatial) {
+    // Over every spatial dim: out[n][c] from the S rows of sample n. Threads take 4 channels each
+    // (16-byte loads), 256 / (C / 4) rows of positions per block; a block reduces a chunk of the
+    // positions and leaves one partial per channel in scratch; a second kernel merges a sample's
+    // chunks in order (deterministic) and writes through the chain after.
+    const int64_t quads = C / 4, rows = 256 / quads;
+    const int64_t chunks = std::clamp<int64_t>((4 * 132 + N - 1) / N, 1, std::max<int64_t>(1, S / 1024));
+    const int64_t per_chunk = (S + chunks - 1) / chunks;
+    auto step = [&](const std::string& lane, const std::string& ch) {
+      return "{ const float x = " + name + "_elem(n, " + ch + ", s, v." + lane + elem_args + "); float& m = a." + lane +
+             "; " + combine + " }";
+    };
+    os << "__global__ void __launch_bounds__(256) " << name << "_spatial(const float* __restrict__ ycl"
+       << (bias.empty() ? "" : ", const float* __restrict__ bias") << (pre.empty() ? "" : with_params(pre_fn))
+       << ", float4* __restrict__ partial) {\n"
+       << "  constexpr long long C = " << C << "LL, S = " << S << "LL, CHUNK = " << per_chunk << "LL;\n"
+       << "  constexpr int Q = " << quads << ", R = " << rows << ";  // channel quads, rows of positions\n"
+       << "  __shared__ float4 part[R][Q];\n"
+       << "  const int q = threadIdx.x % Q, row = threadIdx.x / Q;\n"
+       << "  const long long n = blockIdx.y, s_begin = (long long)blockIdx.x * CHUNK;\n"
+       << "  const long long s_end = s_begin + CHUNK < S ? s_begin + CHUNK : S;\n"
+       << "  const long long c = 4LL * q;\n"
+       << "  float4 a = make_float4(" << ident << ", " << ident << ", " << ident << ", " << ident << ");\n"
+       << "  if (row < R) {\n"
+       << "#pragma unroll 4\n"
+       << "    for (long long s = s_begin + row; s < s_end; s += R) {\n"
+       << "      const float4 v = *reinterpret_cast<const float4*>(ycl + (n * S + s) * C + c);\n"
+       << "      " << step("x", "c") << "\n"
+       << "      " << step("y", "c + 1") << "\n"
+       << "      " << step("z", "c + 2") << "\n"
+       << "      " << step("w", "c + 3") << "\n"
+       << "    }\n"
+       << "    part[row][q] = a;\n"
+       << "  }\n"
+       << "  __syncthreads();\n"
+       << "  if (row == 0) {\n"
+       << "    for (int k = 1; k < R; ++k) {\n"
+       << "      const float4 v = part[k][q];\n"
+       << "      { const float x = v.x; float& m = a.x; " << combine << " }\n"
+       << "      { const float x = v.y; float& m = a.y; " << combine << " }\n"
+       << "      { const float x = v.z; float& m = a.z; " << combine << " }\n"
+       << "      { const float x = v.w; float& m = a.w; " << combine << " }\n"
+       << "    }\n"
+       << "    partial[(n * gridDim.x + blockIdx.x) * Q + q] = a;\n"
+       << "  }\n"
+       << "}\n\n"
+       << "__global__ void __launch_bounds__(256) " << name << "_spatial_merge(const float* __restrict__ partial"
+       << (post.empty() ? "" : with_params(post_fn)) << ", float* __restrict__ out) {\n"
+       << "  constexpr long long C = " << C << "LL, N = " << N << "LL;\n"
+       << "  constexpr int CHUNKS = " << chunks << ";\n"
+       << "  const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // the output (n, c)\n"
+       << "  if (o >= N * C) return;\n"
+       << "  const long long n = o / C, c = o % C;\n"
+       << "  float m = " << ident << ";\n"
+       << "  for (int k = 0; k < CHUNKS; ++k) {\n"
+       << "    const float x = partial[(n * CHUNKS + k) * C + c];\n"
+       << "    " << combine << "\n"
+       << "  }\n"
+       << (mean ? "  m = m / " + float_literal(static_cast<double>(S)) + ";\n" : "")
+       << "  out[o] = " << post_at("o", "m") << ";\n"
+       << "}\n";
+    ChannelsLastBack back;
+    back.device = os.str();
+    const size_t partial_bytes = static_cast<size_t>(N * chunks * C) * sizeof(float);
+    std::ostringstream host;
+    host << "  // The chunks' partials go where cuDNN's workspace was (the conv is done on this stream).\n"
+         << "  if (conv_ctx.workspace_bytes < " << partial_bytes << "ULL) return kf_fail(2, \"" << name
+         << ": the spatial reduction's partials need " << partial_bytes << " bytes of scratch\");\n"
+         << "  float* partial = static_cast<float*>(conv_ctx.workspace);\n"
+         << "  (void)batches;\n"
+         << "  " << name << "_spatial<<<dim3(" << chunks << "u, " << N << "u), 256, 0, ctx->stream>>>(ycl"
+         << (bias.empty() ? "" : ", " + bias) << (pre_fn.host_args.empty() ? "" : ", " + pre_fn.host_args)
+         << ", reinterpret_cast<float4*>(partial));\n"
+         << "  KF_LAUNCHED();\n"
+         << "  " << name << "_spatial_merge<<<" << (N * C + 255) / 256 << "u, 256, 0, ctx->stream>>>(partial"
+         << (post_fn.host_args.empty() ? "" : ", " + post_fn.host_args) << ", " << ctx.out_ptr() << ");\n"
+         << "  KF_LAUNCHED();\n";
+    back.host = host.str();
+    back.launches = 2;
+    return back;
+  }
   os << "__global__ void __launch_bounds__(256) " << name << "_channels(const float* __restrict__ ycl"
      << (bias.empty() ? "" : ", const float* __restrict__ bias") << Operands::join(ops.params)
      << ", float* __restrict__ out) {\n"
@@ -139,6 +240,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   }
   os << "    __syncthreads();\n";
   const std::string nan_max = "if (x > m || isnan(x)) m = x;";
+  if (!softmax && ident.empty()) return internal_error("no channel reduction for " + ir::describe(gr, r));
   if (softmax) {
     const bool log = r.op == ir::OpId::kLogSoftmax;
     os << "    // The maximum over the channels, then the sum of exp(x - max); NaN propagates.\n"
@@ -172,23 +274,6 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
        << "      }\n"
        << "    }\n";
   } else {
-    std::string ident, combine;
-    switch (r.op) {
-      case ir::OpId::kSum:
-      case ir::OpId::kMean:
-        ident = "0.0f";
-        combine = "m += x;";
-        break;
-      case ir::OpId::kAmax:
-        ident = "-INFINITY";
-        combine = nan_max;
-        break;
-      case ir::OpId::kAmin:
-        ident = "INFINITY";
-        combine = "if (x < m || isnan(x)) m = x;";
-        break;
-      default: return internal_error("no channel reduction for " + ir::describe(gr, r));
-    }
     os << "    float m = " << ident << ";\n"
        << "    if (p < np) {\n"
        << "      for (int c = part; c < (int)C; c += 8) {\n"
@@ -203,7 +288,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
        << "        const float x = part_a[k][p];\n"
        << "        " << combine << "\n"
        << "      }\n"
-       << (r.op == ir::OpId::kMean ? "      m = m / " + float_literal(static_cast<double>(C)) + ";\n" : "")
+       << (mean ? "      m = m / " + float_literal(static_cast<double>(C)) + ";\n" : "")
        << "      const long long o = n * S + s0 + p;  // the output (n, s): NCHW order of the reduced tensor\n"
        << "      out[o] = " << post_at("o", "m") << ";\n"
        << "    }\n";

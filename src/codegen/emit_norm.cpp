@@ -4,6 +4,7 @@
 // the biased variance; they land in ctx->workspace as (mean, 1/sqrt(var + eps)) per group. Running
 // statistics (eval-mode batch_norm, instance_norm without input stats) are read directly. One
 // elementwise pass then writes (x - mean) * rstd * weight + bias.
+#include <algorithm>
 #include <sstream>
 
 #include "codegen/emit.h"
@@ -27,7 +28,8 @@ std::string load(ir::DType t, const std::string& CT, const std::string& expr) {
 
 }  // namespace
 
-StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
+// The norm of ctx's kernel; with `post` (the norm_epilogue skill) the apply pass writes post(i, value).
+StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseFunction* post) {
   const ir::Node& node = ctx.node();
   const ir::TensorType& in = ctx.in_type(0);
   const ir::TensorType& out = ctx.out_type();
@@ -106,6 +108,108 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
   if (running && (!ctx.has_input(3) || !ctx.has_input(4))) {
     return invalid_argument(std::string(ir::op_info(node.op).name) +
                             " without batch statistics needs running_mean and running_var (torch raises)");
+  }
+
+  // Layer norm over short float32 rows (D a multiple of 4, at most 1024): a group of L lanes holds a
+  // row in registers (16-byte loads), the mean and then the sum of squared deviations from it come from
+  // shuffles within the group, and the normalized row (through the epilogue) is written from the same
+  // registers: one read and one write. The statistics kernel wrote 16 bytes of statistics per row,
+  // which for level2/3's rows of 64 was a quarter of the input again, written and then read back.
+  if (node.op == ir::OpId::kLayerNorm && in.dtype == ir::DType::kFloat32 && out.dtype == ir::DType::kFloat32 &&
+      layout.N % 4 == 0 && layout.N >= 4 && layout.N <= 1024 && ctx.kernel.knob("rows_in_registers", 1) != 0 &&
+      (!has_w || ctx.in_type(1).dtype == ir::DType::kFloat32) &&
+      (!has_b || ctx.in_type(2).dtype == ir::DType::kFloat32)) {
+    const int64_t D = layout.N, D4 = D / 4, rows = layout.M;
+    int64_t L = 1;
+    while (L < D4 && L < 32) L *= 2;
+    const int64_t V = (D4 + L - 1) / L;
+    const int64_t groups_per_block = 256 / L;
+    const int64_t blocks = std::min<int64_t>((rows + groups_per_block - 1) / groups_per_block, 132 * 16);
+    std::ostringstream prm, arg;
+    prm << "const float* __restrict__ x";
+    arg << ctx.in_ptr(0);
+    if (has_w) prm << ", const float* __restrict__ p1", arg << ", " << ctx.in_ptr(1);
+    if (has_b) prm << ", const float* __restrict__ p2", arg << ", " << ctx.in_ptr(2);
+    if (post != nullptr && !post->params.empty()) prm << ", " << post->params, arg << ", " << post->host_args;
+    prm << ", float* __restrict__ y";
+    arg << ", " << ctx.out_ptr();
+    auto lane_value = [&](const char* l, int off) {
+      std::string v = "(v[k]." + std::string(l) + " - mean) * rstd";
+      const std::string c = "c + " + std::to_string(off);
+      if (has_w) v = "(" + v + ") * p1[" + c + "]";
+      if (has_b) v = "(" + v + ") + p2[" + c + "]";
+      if (post != nullptr)
+        v = K + "_post(row * " + ll(D) + " + " + c + ", " + v +
+            (post->call_args.empty() ? "" : ", " + post->call_args) + ")";
+      return v;
+    };
+    std::ostringstream os;
+    os << "namespace {\n\n"
+       << (post != nullptr ? "// The epilogue (norm_epilogue skill), computed on each normalized value:\n" + post->code
+                           : "")
+       << "__global__ void __launch_bounds__(256) " << K << "_rows(" << prm.str() << ") {\n"
+       << "  constexpr long long ROWS = " << ll(rows) << ", D = " << ll(D) << ";\n"
+       << "  constexpr int L = " << L << ", V = " << V << ", D4 = " << D4 << ";  // lanes per row, vectors per lane\n"
+       << "  const int sub = threadIdx.x % L;\n"
+       << "  const long long stride = (long long)gridDim.x * (256 / L);\n"
+       << "  // Every lane of a warp runs the same iterations (the shuffles need them all).\n"
+       << "  for (long long row = (long long)blockIdx.x * (256 / L) + threadIdx.x / L; row - threadIdx.x % 32 / L < "
+          "ROWS;\n"
+       << "       row += stride) {\n"
+       << "    const bool live = row < ROWS;\n"
+       << "    const float4* xr = reinterpret_cast<const float4*>(x + (live ? row : 0) * D);\n"
+       << "    float4 v[V];\n"
+       << "    float s = 0.0f;\n"
+       << "#pragma unroll\n"
+       << "    for (int k = 0; k < V; ++k) {\n"
+       << "      const int j = sub + L * k;\n"
+       << "      v[k] = live && j < D4 ? xr[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+       << "      s += (v[k].x + v[k].y) + (v[k].z + v[k].w);\n"
+       << "    }\n"
+       << "#pragma unroll\n"
+       << "    for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o, L);\n"
+       << "    const float mean = s / (float)D;\n"
+       << "    float q = 0.0f;\n"
+       << "#pragma unroll\n"
+       << "    for (int k = 0; k < V; ++k) {\n"
+       << "      if (sub + L * k < D4) {\n"
+       << "        const float a = v[k].x - mean, b = v[k].y - mean, c = v[k].z - mean, d = v[k].w - mean;\n"
+       << "        q += (a * a + b * b) + (c * c + d * d);\n"
+       << "      }\n"
+       << "    }\n"
+       << "#pragma unroll\n"
+       << "    for (int o = L / 2; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o, L);\n"
+       << "    const float rstd = rsqrtf(q / (float)D + " << float_literal(eps) << ");\n"
+       << "    if (!live) continue;\n"
+       << "    float4* yr = reinterpret_cast<float4*>(y + row * D);\n"
+       << "#pragma unroll\n"
+       << "    for (int k = 0; k < V; ++k) {\n"
+       << "      const int j = sub + L * k;\n"
+       << "      if (j >= D4) continue;\n"
+       << "      const int c = 4 * j;\n"
+       << "      (void)c;\n"
+       << "      float4 r;\n"
+       << "      r.x = " << lane_value("x", 0) << ";\n"
+       << "      r.y = " << lane_value("y", 1) << ";\n"
+       << "      r.z = " << lane_value("z", 2) << ";\n"
+       << "      r.w = " << lane_value("w", 3) << ";\n"
+       << "      yr[j] = r;\n"
+       << "    }\n"
+       << "  }\n"
+       << "}\n\n"
+       << "}  // namespace\n\n"
+       << "// rows in registers: " << L << " lanes per row of " << D << "\n"
+       << ctx.signature() << " {\n"
+       << "  if (((reinterpret_cast<uintptr_t>(" << ctx.in_ptr(0) << ") | reinterpret_cast<uintptr_t>(" << ctx.out_ptr()
+       << ")) & 15) != 0) return kf_fail(3, \"" << K << ": the rows kernel needs 16-byte aligned tensors\");\n"
+       << "  " << K << "_rows<<<" << blocks << "u, 256, 0, ctx->stream>>>(" << arg.str() << ");\n"
+       << "  KF_LAUNCHED();\n"
+       << "  return 0;\n"
+       << "}\n";
+    KernelSource src = begin_source(ctx);
+    src.code += os.str();
+    src.launches = 1;
+    return src;
   }
 
   std::vector<ir::DType> types = {in.dtype, out.dtype};
@@ -190,8 +294,20 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
     params << ", const " << stats_t << "* __restrict__ stats";
     args << ", " << stats_host;
   }
+  if (post != nullptr && !post->params.empty()) {
+    params << ", " << post->params;
+    args << ", " << post->host_args;
+    dev << "// The epilogue (norm_epilogue skill), computed on each normalized value before its store:\n" << post->code;
+  }
   params << ", " << ctype(out.dtype) << "* __restrict__ y";
   args << ", " << ctx.out_ptr();
+  // The stored value of element `idx` normalized to `v`.
+  auto stored = [&](const std::string& idx, const std::string& v) {
+    if (post == nullptr) return to_out(out.dtype, v);
+    return K + "_post(" + idx + ", " + v + (post->call_args.empty() ? "" : ", " + post->call_args) + ")";
+  };
+  if (post != nullptr && post->params.empty())
+    dev << "// The epilogue (norm_epilogue skill), computed on each normalized value before its store:\n" << post->code;
   const int block = static_cast<int>(ctx.kernel.knob("block", 256));
   // The statements that normalize element x_expr (its group and affine index from i) into `v`.
   auto normalize = [&](const std::string& x_expr, const std::string& ind) {
@@ -224,7 +340,7 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
     dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_apply(" << params.str() << ") {\n"
         << "  KF_GRID_STRIDE(i, " << ll(numel) << ") {\n"
         << pre << "    const " << CT << " v = " << finish(centered) << ";\n"
-        << "    y[i] = " << to_out(out.dtype, "v") << ";\n"
+        << "    y[i] = " << stored("i", "v") << ";\n"
         << "  }\n"
         << "}\n";
   }
@@ -235,10 +351,13 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
   if (vec) {
     auto [pre, centered] = normalize("X", "  ");
     std::string lanes;
+    int lane = 0;
     for (const char* l : {"x", "y", "z", "w"}) {
       std::string c = centered;
       c.replace(c.find("X"), 1, std::string("xv.") + l);
-      lanes += "  r." + std::string(l) + " = " + finish(c) + ";\n";
+      lanes += "  r." + std::string(l) + " = " +
+               (post == nullptr ? finish(c) : stored("i + " + std::to_string(lane), finish(c))) + ";\n";
+      ++lane;
     }
     dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_apply4(" << params.str() << ") {\n"
         << "  const long long q = (long long)blockIdx.x * " << block << " + threadIdx.x;\n"
@@ -274,6 +393,26 @@ StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
   src.launches = launches;
   src.workspace_bytes = workspace;
   return src;
+}
+
+StatusOr<KernelSource> emit_Norm(const EmitContext& ctx) {
+  return emit_norm_kernel(ctx, nullptr);
+}
+
+StatusOr<KernelSource> emit_norm_epilogue(const EmitContext& ctx) {
+  const ir::Graph& g = ctx.graph;
+  const int norm_node = ctx.kernel.nodes.front();
+  const ir::ValueIndex norm_out = g.nodes()[static_cast<size_t>(norm_node)].output;
+  const ir::ValueIndex result = ctx.node().output;
+  if (g.type(norm_out).shape != g.type(result).shape || g.type(norm_out).dtype != g.type(result).dtype)
+    return internal_error("kernel " + ctx.kernel.name + ": the epilogue's result is not the norm's shape and dtype");
+  schedule::Kernel norm_kernel = ctx.kernel;
+  norm_kernel.nodes = {norm_node};
+  EmitContext norm_ctx(g, ctx.sched, norm_kernel, ctx.buffers);
+  norm_ctx.out_value = result;
+  const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
+  KF_ASSIGN_OR_RETURN(PointwiseFunction post, pointwise_function(ctx, chain, ctx.kernel.name + "_post", norm_out));
+  return emit_norm_kernel(norm_ctx, &post);
 }
 
 }  // namespace kforge::codegen

@@ -91,27 +91,39 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
 
 }  // namespace
 
-bool is_channel_consumer(const ir::Graph& g, const ir::Node& n) {
-  if (n.inputs.empty() || n.inputs[0] == ir::kNoValue) return false;
+ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n) {
+  if (n.inputs.empty() || n.inputs[0] == ir::kNoValue) return ConsumerKind::kNone;
   const ir::TensorType& in = g.type(n.inputs[0]);
   if (in.dtype != ir::DType::kFloat32 || g.type(n.output).dtype != ir::DType::kFloat32 || in.shape.size() < 3)
-    return false;
-  if (in.shape[1] < 1 || in.shape[1] > kMaxChannelConsumerChannels) return false;
+    return ConsumerKind::kNone;
+  const int64_t channels = in.shape[1];
   const auto rank = static_cast<int64_t>(in.shape.size());
+  const bool channel_tile = channels >= 1 && channels <= kMaxChannelConsumerChannels;
+  const bool channel_quads = channels >= 4 && channels % 4 == 0 && channels <= 1024 && in.shape[0] <= 65535;
   switch (n.op) {
     case ir::OpId::kSoftmax:
     case ir::OpId::kLogSoftmax: {
       const int64_t d = n.attrs.i("dim");
-      return d == 1 || d == 1 - rank;
+      return (d == 1 || d == 1 - rank) && channel_tile ? ConsumerKind::kChannels : ConsumerKind::kNone;
     }
     case ir::OpId::kSum:
     case ir::OpId::kMean:
     case ir::OpId::kAmax:
     case ir::OpId::kAmin: {
       auto dims = ir::reduction_dims(n.attrs.ints("dims"), in.shape.size());
-      return dims.is_ok() && *dims == std::vector<int64_t>{1};
+      if (!dims.is_ok()) return ConsumerKind::kNone;
+      if (*dims == std::vector<int64_t>{1}) return channel_tile ? ConsumerKind::kChannels : ConsumerKind::kNone;
+      std::vector<int64_t> spatial;
+      for (int64_t d = 2; d < rank; ++d) spatial.push_back(d);
+      return *dims == spatial && channel_quads ? ConsumerKind::kSpatial : ConsumerKind::kNone;
     }
-    default: return false;
+    case ir::OpId::kAdaptiveAvgPool: {
+      const auto size = n.attrs.ints("output_size");
+      const bool global = static_cast<int64_t>(size.size()) == rank - 2 &&
+                          std::all_of(size.begin(), size.end(), [](int64_t v) { return v == 1; });
+      return global && channel_quads ? ConsumerKind::kSpatial : ConsumerKind::kNone;
+    }
+    default: return ConsumerKind::kNone;
   }
 }
 

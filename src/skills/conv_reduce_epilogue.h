@@ -1,10 +1,11 @@
 // conv_reduce_epilogue: a softmax, log_softmax or reduction (sum, mean, amax, amin) over the channels
-// (dim 1) of a channels-last convolution's result joins the convolution's kernel, and then the
-// elementwise chain after it too. cuDNN leaves the result channels-last, where each position's
-// channels are one contiguous row: the pass back to NCHW reads those rows once, reduces them and
-// writes the consumer's output, where before the pass back wrote the whole NCHW result and the
+// (dim 1), or a reduction over all spatial dims (a global average pool), of a channels-last
+// convolution's result joins the convolution's kernel, and then the elementwise chain after it too. cuDNN leaves the
+// result channels-last, where each position's channels are one contiguous row: the pass back to NCHW reads those rows
+// once, reduces them and writes the consumer's output, where before the pass back wrote the whole NCHW result and the
 // consumer read it again across channel planes (torch.compile's Inductor does the same: one Triton
-// reduction over the channels-last conv output).
+// reduction over the channels-last conv output). A spatial reduction reads the rows with threads over
+// channels, 16 bytes each.
 #pragma once
 
 #include "skills/skill.h"
@@ -20,10 +21,17 @@ inline constexpr int64_t kMaxChannelConsumerChannels = 352;
 // pointwise nodes.
 bool is_conv_reduce_epilogue(const ir::Graph& g, const schedule::Kernel& k);
 
-// A node this skill can compute in a conv's pass back: softmax / log_softmax over dim 1, or sum /
-// mean / amax / amin over dims {1} alone, of a float32 tensor of rank >= 3 with 1 to
-// kMaxChannelConsumerChannels channels.
-bool is_channel_consumer(const ir::Graph& g, const ir::Node& n);
+// What this skill can compute in a conv's pass back, reading a float32 tensor [N, C, spatial...]:
+//  - kChannels: softmax / log_softmax over dim 1, or sum / mean / amax / amin over dims {1} alone, with
+//    1 to kMaxChannelConsumerChannels channels;
+//  - kSpatial: sum / mean / amax / amin over every spatial dim (and no other), or an adaptive average
+//    pool to size 1, with C a multiple of 4 up to 1024 (threads take 4 channels each) and N <= 65535
+//    (a grid dim).
+enum class ConsumerKind { kNone, kChannels, kSpatial };
+ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n);
+inline bool is_channel_consumer(const ir::Graph& g, const ir::Node& n) {
+  return consumer_kind(g, n) != ConsumerKind::kNone;
+}
 
 // Legal when either
 //  - the producer is a channels-last cuDNN conv kernel (the convolution, maybe with its pointwise

@@ -13,6 +13,7 @@
 #include "skills/fuse_elementwise.h"
 #include "skills/linear_epilogue.h"
 #include "skills/loss_prologue.h"
+#include "skills/norm_epilogue.h"
 #include "skills/precision.h"
 #include "skills/reduce_prologue.h"
 #include "skills/scan_exclusive.h"
@@ -49,6 +50,11 @@ const std::vector<Skill>& all_skills() {
        "output and one generated pass adds the bias and computes the chain in place; saves the bias broadcast "
        "(a write of the output) and the GEMM's read of it (beta = 1); rounds the bias add separately",
        linear_epilogue_sites, linear_epilogue},
+      {"norm_epilogue",
+       "makes the elementwise chain after a normalization with batch statistics (batch, instance, group, layer "
+       "norm) part of its apply pass: each normalized value goes through the chain before its one store; saves "
+       "one read and one write of the norm's result and a launch; costs nothing (registers)",
+       norm_epilogue_sites, norm_epilogue},
       {"reduce_prologue",
        "computes a pointwise chain whose only reader is a reduction inside the reduction's kernel, where the "
        "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "

@@ -125,6 +125,38 @@ TEST(ConvReduceEpilogue, MeanDividesByTheChannelCount) {
   EXPECT_TRUE(has(p->kernels[0].code, "m = m / (32.0f);")) << p->kernels[0].code;
 }
 
+TEST(ConvReduceEpilogue, GlobalAveragePoolReadsTheRowsWithThreadsOverChannelQuads) {
+  // adaptive_avg_pool to 1x1 (a global average pool): 32 channels as 8 quads, 32 rows of positions per
+  // block; the chunks' partials merged in a second kernel that divides by the 1089 positions.
+  ir::Graph g = graph_from_text(graph(32, "adaptive_avg_pool", R"({"output_size": [1, 1]})", "[4, 32, 1, 1]"));
+  schedule::Schedule s = planned(g, 1e-2);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_TRUE(is_conv_reduce_epilogue(g, s.kernels[0]));
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_FALSE(has(code, "_from_channels_last")) << code;
+  EXPECT_TRUE(has(code, "constexpr int Q = 8, R = 32;")) << code;
+  EXPECT_TRUE(has(code, "const float4 v = *reinterpret_cast<const float4*>(ycl + (n * S + s) * C + c);")) << code;
+  EXPECT_TRUE(has(code, "const float x = k0_conv_elem(n, c + 1, s, v.y, bias); float& m = a.y; m += x;")) << code;
+  EXPECT_TRUE(has(code, "m = m / (1089.0f);")) << code;
+  EXPECT_TRUE(has(code, "out[o] = k0_conv_post(o, m);")) << code;
+  // 4 samples: one chunk each (positions < 2 x 1024), 1 block per sample.
+  EXPECT_TRUE(has(code, "k0_conv_spatial<<<dim3(1u, 4u), 256, 0, ctx->stream>>>(ycl, ")) << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-global-pool-build");
+  // A max over the spatial dims (kept): the same kernels with the NaN-propagating max.
+  ir::Graph mx = graph_from_text(graph(32, "amax", R"({"dims": [2, 3], "keepdim": true})", "[4, 32, 1, 1]"));
+  schedule::Schedule ms = planned(mx, 1e-2);
+  ASSERT_EQ(ms.kernels.size(), 1u);
+  auto mp = codegen::emit_program(mx, ms, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(mp.is_ok()) << mp.status().message();
+  EXPECT_TRUE(has(mp->kernels[0].code, "_spatial_merge")) << mp->kernels[0].code;
+  EXPECT_TRUE(has(mp->kernels[0].code, "if (x > m || isnan(x)) m = x;")) << mp->kernels[0].code;
+  // 26 channels are not quads: the pool stays its own kernel.
+  ir::Graph odd = graph_from_text(graph(26, "adaptive_avg_pool", R"({"output_size": [1, 1]})", "[4, 26, 1, 1]"));
+  EXPECT_EQ(count_applied(planned(odd, 1e-2), "conv_reduce_epilogue"), 0);
+}
+
 TEST(ConvReduceEpilogue, NotWhereTheResultIsNeededElsewhereOrTheConsumerIsNotOverChannels) {
   // kernelbench's 1e-4: no channels-last conv, so no site; the softmax keeps its own kernel.
   ir::Graph g = graph_from_text(graph(24, "softmax", R"({"dim": 1})", "[4, 24, 33, 33]"));
