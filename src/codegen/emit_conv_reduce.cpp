@@ -270,7 +270,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
        << "      for (int c = part; c < (int)C; c += 8) {\n"
        << "        const long long i = (n * C + c) * S + s0 + p;\n"
        << "        const float y = " << (log ? "tile[p * CP + c] - m - lz" : "expf(tile[p * CP + c] - m) / z") << ";\n"
-       << "        out[i] = " << post_at("i", "y") << ";\n"
+       << "        __stcs(out + i, " << post_at("i", "y") << ");  // streaming stores\n"
        << "      }\n"
        << "    }\n";
   } else {

@@ -120,7 +120,9 @@ def test_channel_consumer_in_the_conv_pass_matches_torch(tmp_path, name):
         assert got.shape == want.shape and got.dtype == want.dtype
         assert torch.isnan(want).any()
         assert torch.equal(torch.isnan(got), torch.isnan(want)), "NaN where torch has none, or the reverse"
-        tol = 1e-2 * max(1.0, want.nan_to_num(0.0).abs().max().item() / 100)
+        # Both sides run the conv in TF32 (different engines): a sum over channels of values ~30 carries
+        # ~0.05 of rounding, so the absolute tolerance scales with the output's magnitude.
+        tol = 2e-3 * max(1.0, want.nan_to_num(0.0).abs().max().item())
         assert torch.allclose(got, want, rtol=1e-2, atol=tol, equal_nan=True), \
             f"max abs difference {(got - want).abs().nan_to_num(0.0).max().item()}"
     finally:

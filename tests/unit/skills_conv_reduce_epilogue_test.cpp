@@ -86,7 +86,7 @@ TEST(ConvReduceEpilogue, SoftmaxOverChannelsAndTheChainsAroundItJoinTheChannelsL
   // Softmax: max (NaN sticks), sum of exp, then each channel's positions through the sigmoid.
   EXPECT_TRUE(has(code, "if (x > m || isnan(x)) m = x;")) << code;
   EXPECT_TRUE(has(code, "const float y = expf(tile[p * CP + c] - m) / z;")) << code;
-  EXPECT_TRUE(has(code, "out[i] = k0_conv_post(i, y);")) << code;
+  EXPECT_TRUE(has(code, "__stcs(out + i, k0_conv_post(i, y));")) << code;
   EXPECT_TRUE(has(code, "k0_conv_channels<<<dim3(35u, batches), 256, 0, ctx->stream>>>(ycl, ")) << code;
   kforge::testing::expect_builds_with_nvcc(p.value(), "conv-softmax-channels-build");
 
