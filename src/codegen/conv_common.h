@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,14 @@ struct ChannelsLastEpilogue {
 // A pass back that replaces the transpose to NCHW (the conv_reduce_epilogue skill): its device code
 // and the host statements that launch it; they read `ycl` (the channels-last result, before the
 // bias) and write the kernel's output.
+struct ChannelsLastEpilogue;
 struct ChannelsLastBack {
   std::string device;
   std::string host;
   int64_t launches = 1;
+  // When set, the transpose back to NCHW still runs, after `host`, with this epilogue (a norm's apply
+  // from the statistics `host` computed); the epilogue's call_args may name the kernels' `n` and `c`.
+  std::shared_ptr<ChannelsLastEpilogue> transpose_with;
 };
 // Builds that pass for the conv's geometry, given the bias pointer's host expression ("" without bias).
 using ChannelsLastBackBuilder = std::function<StatusOr<ChannelsLastBack>(const ConvGeom&, const std::string& bias)>;

@@ -739,7 +739,8 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
       if (back_used != nullptr) *back_used = true;
       if (epilogue_fused != nullptr) *epilogue_fused = false;
     }
-    src.code += channels_last_code(ctx, g, T, has_bias, built ? nullptr : epi, built ? &*built : nullptr, launches);
+    const ChannelsLastEpilogue* pass_epi = built ? built->transpose_with.get() : epi;
+    src.code += channels_last_code(ctx, g, T, has_bias, pass_epi, built ? &*built : nullptr, launches);
   } else if (engine == kTorchEngine) {
     // Workspace: torch hands the heuristics' first engine whatever workspace it asks for, while
     // kf_cudnn_conv skips an engine whose workspace exceeds ours, and then no longer rounds like

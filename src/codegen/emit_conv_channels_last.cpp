@@ -182,7 +182,9 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
   // The 16-byte form (fp32 in and out, C and S multiples of 4, C >= 16): tiles of 32 channels x 128
   // positions, loads along C and stores along S 16 bytes wide, 4 of each per thread; the tile's row
   // stride of 129 floats keeps a warp's shared-memory writes and reads on 32 banks.
-  const bool vec_loads = back == nullptr && T == "float" && OT == "float" && g.cout % 4 == 0 && g.cout >= 16;
+  // `back` replaces the transpose, unless it asks for the transpose after it (transpose_with).
+  const bool replaced = back != nullptr && back->transpose_with == nullptr;
+  const bool vec_loads = !replaced && T == "float" && OT == "float" && g.cout % 4 == 0 && g.cout >= 16;
   const bool vector = vec_loads && s_out % 4 == 0;
   if (back != nullptr) os << back->device;
   // Positions not a multiple of 4 (rows of the NCHW output not 16-byte aligned): the same 16-byte loads,
@@ -275,7 +277,7 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
        << "  }\n"
        << "}\n";
   }
-  if (back == nullptr && (vector || !vec_loads)) {
+  if (!replaced && (vector || !vec_loads)) {
     os << "// The result back to NCHW (32x32 tiles: reads along C, writes along S)" << what << ".\n"
        << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last" << params << " {\n"
        << "  constexpr long long C = " << g.cout << "LL, S = " << s_out << "LL, N = " << g.n << "LL;\n"
@@ -320,12 +322,13 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
      << "  const int rc = kf_cudnn_conv(&conv_ctx, &kConv, xcl, wcl, ycl);\n"
      << "  if (rc != 0) return rc;\n"
      << "  const unsigned batches = " << std::min<int64_t>(g.n, 65535) << "u;\n";
-  if (back != nullptr) {
+  if (replaced) {
     os << back->host << "  return 0;\n"
        << "}\n";
     launches = 3 + back->launches;
     return os.str();
   }
+  if (back != nullptr) os << back->host;
   const std::string back_args = "(ycl, " + (has_bias ? ctx.in_ptr(2) + ", " : "") +
                                 (epi != nullptr && !epi->chain.host_args.empty() ? epi->chain.host_args + ", " : "") +
                                 ctx.out_ptr() + ");\n";
@@ -345,7 +348,7 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
   os << "  KF_LAUNCHED();\n"
      << "  return 0;\n"
      << "}\n";
-  launches = 4;
+  launches = 4 + (back != nullptr ? back->launches : 0);
   return os.str();
 }
 

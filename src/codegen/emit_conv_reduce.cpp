@@ -128,13 +128,154 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     default: break;
   }
   const bool mean = r.op == ir::OpId::kMean || r.op == ir::OpId::kAdaptiveAvgPool;
+  const int64_t stat_chunks = std::clamp<int64_t>((4 * 132 + N - 1) / N, 1, std::max<int64_t>(1, S / 1024));
+  if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kNorm) {
+    // Instance or group norm. Statistics from the rows: a block takes a chunk of one sample's positions,
+    // threads 4 channels each, sums of x - k and (x - k)^2 with k the channel's value at position 0
+    // (no cancellation from a large mean); a merge per (sample, group) turns each channel's sums into
+    // (mean, M2) and combines the group's channels in double (Chan et al.), then (mean, rstd). The
+    // transpose back to NCHW computes (x - mean) * rstd * weight + bias and the chains on each value.
+    const bool group = r.op == ir::OpId::kGroupNorm;
+    const int64_t G = group ? r.attrs.i("num_groups") : C, per = C / G;
+    const double eps = r.attrs.f("eps");
+    const bool has_w = r.inputs.size() > 1 && r.inputs[1] != ir::kNoValue;
+    const bool has_b = r.inputs.size() > 2 && r.inputs[2] != ir::kNoValue;
+    const int64_t quads = C / 4, rows = 256 / quads, chunks = stat_chunks;
+    const int64_t per_chunk = (S + chunks - 1) / chunks;
+    std::ostringstream st;
+    st << "__global__ void __launch_bounds__(256) " << name << "_norm_stats(const float* __restrict__ ycl"
+       << (bias.empty() ? "" : ", const float* __restrict__ bias") << (pre.empty() ? "" : with_params(pre_fn))
+       << ", float4* __restrict__ p1, float4* __restrict__ p2) {\n"
+       << "  constexpr long long C = " << C << "LL, S = " << S << "LL, CHUNK = " << per_chunk << "LL;\n"
+       << "  constexpr int Q = " << quads << ", R = " << rows << ";\n"
+       << "  __shared__ float4 part1[R][Q], part2[R][Q];\n"
+       << "  const int q = threadIdx.x % Q, row = threadIdx.x / Q;\n"
+       << "  const long long n = blockIdx.y, s_begin = (long long)blockIdx.x * CHUNK;\n"
+       << "  const long long s_end = s_begin + CHUNK < S ? s_begin + CHUNK : S;\n"
+       << "  const long long c = 4LL * q;\n"
+       << "  float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a;\n"
+       << "  if (row < R) {\n"
+       << "    const float4 k0 = *reinterpret_cast<const float4*>(ycl + n * S * C + c);  // the shift: position 0\n"
+       << "    const float kx = " << name << "_elem(n, c, 0, k0.x" << elem_args << "), ky = " << name
+       << "_elem(n, c + 1, 0, k0.y" << elem_args << ");\n"
+       << "    const float kz = " << name << "_elem(n, c + 2, 0, k0.z" << elem_args << "), kw = " << name
+       << "_elem(n, c + 3, 0, k0.w" << elem_args << ");\n"
+       << "#pragma unroll 4\n"
+       << "    for (long long s = s_begin + row; s < s_end; s += R) {\n"
+       << "      const float4 v = *reinterpret_cast<const float4*>(ycl + (n * S + s) * C + c);\n"
+       << "      const float dx = " << name << "_elem(n, c, s, v.x" << elem_args << ") - kx;\n"
+       << "      const float dy = " << name << "_elem(n, c + 1, s, v.y" << elem_args << ") - ky;\n"
+       << "      const float dz = " << name << "_elem(n, c + 2, s, v.z" << elem_args << ") - kz;\n"
+       << "      const float dw = " << name << "_elem(n, c + 3, s, v.w" << elem_args << ") - kw;\n"
+       << "      a.x += dx; a.y += dy; a.z += dz; a.w += dw;\n"
+       << "      b.x += dx * dx; b.y += dy * dy; b.z += dz * dz; b.w += dw * dw;\n"
+       << "    }\n"
+       << "    part1[row][q] = a;\n"
+       << "    part2[row][q] = b;\n"
+       << "  }\n"
+       << "  __syncthreads();\n"
+       << "  if (row == 0) {\n"
+       << "    for (int k = 1; k < R; ++k) {\n"
+       << "      const float4 u = part1[k][q], w = part2[k][q];\n"
+       << "      a.x += u.x; a.y += u.y; a.z += u.z; a.w += u.w;\n"
+       << "      b.x += w.x; b.y += w.y; b.z += w.z; b.w += w.w;\n"
+       << "    }\n"
+       << "    p1[(n * gridDim.x + blockIdx.x) * Q + q] = a;\n"
+       << "    p2[(n * gridDim.x + blockIdx.x) * Q + q] = b;\n"
+       << "  }\n"
+       << "}\n\n"
+       << "__global__ void __launch_bounds__(256) " << name << "_norm_merge(const float* __restrict__ p1, "
+       << "const float* __restrict__ p2, const float* __restrict__ ycl"
+       << (bias.empty() ? "" : ", const float* __restrict__ bias") << (pre.empty() ? "" : with_params(pre_fn))
+       << ", float2* __restrict__ stats) {\n"
+       << "  constexpr long long C = " << C << "LL, S = " << S << "LL, N = " << N << "LL, G = " << G
+       << "LL, PER = " << per << "LL;\n"
+       << "  constexpr int CHUNKS = " << chunks << ";\n"
+       << "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // (sample, group)\n"
+       << "  if (t >= N * G) return;\n"
+       << "  const long long n = t / G, g = t % G;\n"
+       << "  double count = 0.0, mean = 0.0, m2 = 0.0;\n"
+       << "  for (long long c = g * PER; c < (g + 1) * PER; ++c) {\n"
+       << "    double s1 = 0.0, s2 = 0.0;\n"
+       << "    for (int k = 0; k < CHUNKS; ++k) {\n"
+       << "      s1 += (double)p1[(n * CHUNKS + k) * C + c];\n"
+       << "      s2 += (double)p2[(n * CHUNKS + k) * C + c];\n"
+       << "    }\n"
+       << "    const double kc = (double)" << name << "_elem(n, c, 0, ycl[n * S * C + c]" << elem_args << ");\n"
+       << "    const double mc = kc + s1 / (double)S, m2c = s2 - s1 * s1 / (double)S;\n"
+       << "    const double total = count + (double)S, delta = mc - mean;\n"
+       << "    mean += delta * (double)S / total;\n"
+       << "    m2 += m2c + delta * delta * count * (double)S / total;\n"
+       << "    count = total;\n"
+       << "  }\n"
+       << "  const double var = m2 > 0.0 ? m2 / count : 0.0;\n"
+       << "  stats[t] = make_float2((float)mean, (float)(1.0 / sqrt(var + " << double_literal(eps) << ")));\n"
+       << "}\n";
+    // The per-value chain of the transpose back: the prologue, the norm, the epilogue.
+    std::ostringstream ch;
+    std::string chain_params = "const float2* __restrict__ kf_stats", chain_call = "n, c, kf_stats",
+                chain_host = "kf_stats";
+    if (has_w) {
+      chain_params += ", const float* __restrict__ nw";
+      chain_call += ", nw";
+      chain_host += ", " + ctx.ptr(r.inputs[1], false);
+    }
+    if (has_b) {
+      chain_params += ", const float* __restrict__ nb";
+      chain_call += ", nb";
+      chain_host += ", " + ctx.ptr(r.inputs[2], false);
+    }
+    chain_params += Operands::join(ops.params);
+    chain_call += Operands::join(ops.args);
+    chain_host += Operands::join(ops.hosts);
+    ch << os.str() << "__device__ __forceinline__ float " << name
+       << "_norm_chain(long long i, float v, long long n, long long c, " << chain_params << ") {\n"
+       << (pre.empty() ? "" : "  v = " + name + "_pre(i, v" + with_args(pre_fn) + ");\n")
+       << "  const float2 st = kf_stats[n * " << G << "LL + c / " << per << "LL];\n"
+       << "  float y = (v - st.x) * st.y;\n"
+       << (has_w ? "  y = y * nw[c];\n" : "") << (has_b ? "  y = y + nb[c];\n" : "")
+       << (post.empty() ? "  (void)i;\n  return y;\n" : "  return " + name + "_post(i, y" + with_args(post_fn) + ");\n")
+       << "}\n";
+    auto epi = std::make_shared<ChannelsLastEpilogue>();
+    epi->name = name + "_norm_chain";
+    epi->out_dtype = ir::DType::kFloat32;
+    epi->chain.code = ch.str();
+    epi->chain.params = chain_params;
+    epi->chain.call_args = chain_call;
+    epi->chain.host_args = chain_host;
+    ChannelsLastBack back;
+    back.device = st.str();
+    back.transpose_with = epi;
+    const size_t part_bytes = static_cast<size_t>(N * chunks * C) * sizeof(float);
+    const size_t stats_offset = (2 * part_bytes + 255) / 256 * 256;
+    const size_t need = stats_offset + static_cast<size_t>(N * G) * 8;
+    std::ostringstream host;
+    host << "  // The statistics' partials and (mean, rstd) go where cuDNN's workspace was (the conv is done).\n"
+         << "  if (conv_ctx.workspace_bytes < " << need << "ULL) return kf_fail(2, \"" << name
+         << ": the norm statistics need " << need << " bytes of scratch\");\n"
+         << "  float* p1 = static_cast<float*>(conv_ctx.workspace);\n"
+         << "  float* p2 = p1 + " << N * chunks * C << "LL;\n"
+         << "  const float2* kf_stats = reinterpret_cast<const float2*>(static_cast<char*>(conv_ctx.workspace) + "
+         << stats_offset << "ULL);\n"
+         << "  " << name << "_norm_stats<<<dim3(" << chunks << "u, " << N << "u), 256, 0, ctx->stream>>>(ycl"
+         << (bias.empty() ? "" : ", " + bias) << (pre_fn.host_args.empty() ? "" : ", " + pre_fn.host_args)
+         << ", reinterpret_cast<float4*>(p1), reinterpret_cast<float4*>(p2));\n"
+         << "  KF_LAUNCHED();\n"
+         << "  " << name << "_norm_merge<<<" << (N * G + 255) / 256 << "u, 256, 0, ctx->stream>>>(p1, p2, ycl"
+         << (bias.empty() ? "" : ", " + bias) << (pre_fn.host_args.empty() ? "" : ", " + pre_fn.host_args)
+         << ", const_cast<float2*>(kf_stats));\n"
+         << "  KF_LAUNCHED();\n";
+    back.host = host.str();
+    back.launches = 2;
+    return back;
+  }
   if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kSpatial) {
     // Over every spatial dim: out[n][c] from the S rows of sample n. Threads take 4 channels each
     // (16-byte loads), 256 / (C / 4) rows of positions per block; a block reduces a chunk of the
     // positions and leaves one partial per channel in scratch; a second kernel merges a sample's
     // chunks in order (deterministic) and writes through the chain after.
     const int64_t quads = C / 4, rows = 256 / quads;
-    const int64_t chunks = std::clamp<int64_t>((4 * 132 + N - 1) / N, 1, std::max<int64_t>(1, S / 1024));
+    const int64_t chunks = stat_chunks;
     const int64_t per_chunk = (S + chunks - 1) / chunks;
     auto step = [&](const std::string& lane, const std::string& ch) {
       return "{ const float x = " + name + "_elem(n, " + ch + ", s, v." + lane + elem_args + "); float& m = a." + lane +

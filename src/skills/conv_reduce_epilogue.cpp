@@ -75,17 +75,25 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
   }
   if (!tail_is_pointwise(g, p)) return "the producer must be the convolution with at most a pointwise epilogue";
   if (c.impl != schedule::Impl::kGenerated || c.nodes.empty()) return "the consumer must be a generated kernel";
-  if (!is_channel_consumer(g, node_at(g, c.root())))
-    return "the consumer's last node is not a softmax or a sum, mean, amax or amin over the channels (dim 1) of "
-           "at most " +
-           std::to_string(kMaxChannelConsumerChannels) + " float32 channels";
-  for (size_t i = 0; i + 1 < c.nodes.size(); ++i) {
+  size_t at = 0;
+  while (at < c.nodes.size() && ir::is_pointwise(node_at(g, c.nodes[at]))) ++at;
+  if (at == c.nodes.size() || !is_channel_consumer(g, node_at(g, c.nodes[at])))
+    return "the consumer's first node past its pointwise prologue is not a softmax or a sum, mean, amax or amin "
+           "over the channels (dim 1) of at most " +
+           std::to_string(kMaxChannelConsumerChannels) +
+           " float32 channels, nor such a reduction (or a global average pool) over every spatial dim, nor an "
+           "instance or group norm";
+  for (size_t i = 0; i < at; ++i) {
     const ir::Node& pn = node_at(g, c.nodes[i]);
-    if (!ir::is_pointwise(pn)) return "the consumer's prologue must be pointwise";
     if (g.type(pn.output).shape != conv_out.shape) return "the consumer's prologue changes the convolution's shape";
   }
-  const ir::Node& r = node_at(g, c.root());
+  const ir::Node& r = node_at(g, c.nodes[at]);
   if (g.type(r.inputs[0]).shape != conv_out.shape) return "the channel consumer's input is not the convolution's shape";
+  for (size_t i = at + 1; i < c.nodes.size(); ++i) {
+    const ir::Node& tn = node_at(g, c.nodes[i]);
+    if (!ir::is_pointwise(tn) || g.type(tn.output).shape != g.type(r.output).shape)
+      return "after the channel consumer the consumer kernel may only hold pointwise nodes of its shape";
+  }
   return read_by_consumer_alone(g, p, c);
 }
 
@@ -116,6 +124,12 @@ ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n) {
       std::vector<int64_t> spatial;
       for (int64_t d = 2; d < rank; ++d) spatial.push_back(d);
       return *dims == spatial && channel_quads ? ConsumerKind::kSpatial : ConsumerKind::kNone;
+    }
+    case ir::OpId::kInstanceNorm:
+      return n.attrs.b("use_input_stats") && channel_quads ? ConsumerKind::kNorm : ConsumerKind::kNone;
+    case ir::OpId::kGroupNorm: {
+      const int64_t groups = n.attrs.i("num_groups");
+      return groups > 0 && channels % groups == 0 && channel_quads ? ConsumerKind::kNorm : ConsumerKind::kNone;
     }
     case ir::OpId::kAdaptiveAvgPool: {
       const auto size = n.attrs.ints("output_size");

@@ -27,7 +27,10 @@ bool is_conv_reduce_epilogue(const ir::Graph& g, const schedule::Kernel& k);
 //  - kSpatial: sum / mean / amax / amin over every spatial dim (and no other), or an adaptive average
 //    pool to size 1, with C a multiple of 4 up to 1024 (threads take 4 channels each) and N <= 65535
 //    (a grid dim).
-enum class ConsumerKind { kNone, kChannels, kSpatial };
+//  - kNorm: instance norm with batch statistics, or group norm, under the same conditions as kSpatial:
+//    the statistics come from the rows like a spatial reduction, then the transpose back to NCHW
+//    normalizes each value (and computes the chains around the norm) on its way.
+enum class ConsumerKind { kNone, kChannels, kSpatial, kNorm };
 ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n);
 inline bool is_channel_consumer(const ir::Graph& g, const ir::Node& n) {
   return consumer_kind(g, n) != ConsumerKind::kNone;
@@ -35,8 +38,8 @@ inline bool is_channel_consumer(const ir::Graph& g, const ir::Node& n) {
 
 // Legal when either
 //  - the producer is a channels-last cuDNN conv kernel (the convolution, maybe with its pointwise
-//    epilogue) and the consumer a generated kernel whose last node is a channel consumer and whose
-//    other nodes are a pointwise prologue, all of the convolution's shape; or
+//    epilogue) and the consumer a generated kernel of a pointwise prologue (of the convolution's
+//    shape), a channel consumer, and pointwise nodes of the consumer's shape; or
 //  - the producer is a kernel this skill made and the consumer a pointwise chain of the producer's
 //    result shape and dtype (float32);
 // and in both the producer's result is read by the consumer alone and is not a graph output.

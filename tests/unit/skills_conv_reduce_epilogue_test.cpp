@@ -157,6 +157,35 @@ TEST(ConvReduceEpilogue, GlobalAveragePoolReadsTheRowsWithThreadsOverChannelQuad
   EXPECT_EQ(count_applied(planned(odd, 1e-2), "conv_reduce_epilogue"), 0);
 }
 
+TEST(ConvReduceEpilogue, GroupNormTakesItsStatisticsFromTheRowsAndNormalizesInTheTransposeBack) {
+  // relu -> group_norm (8 groups of 4 channels) -> sigmoid: statistics kernels, then the transpose back
+  // with the chain (relu, the norm, sigmoid) on each value.
+  ir::Graph g = graph_from_text(graph(32, "group_norm", R"({"num_groups": 8, "eps": 1e-5})", "[4, 32, 33, 33]"));
+  schedule::Schedule s = planned(g, 1e-2);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_TRUE(is_conv_reduce_epilogue(g, s.kernels[0]));
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_TRUE(has(code, "k0_conv_norm_stats<<<dim3(1u, 4u), 256, 0, ctx->stream>>>(ycl, ")) << code;
+  EXPECT_TRUE(has(code, "k0_conv_norm_merge<<<1u, 256, 0, ctx->stream>>>(p1, p2, ycl, ")) << code;
+  EXPECT_TRUE(has(code, "const float2 st = kf_stats[n * 8LL + c / 4LL];")) << code;
+  EXPECT_TRUE(has(code, "m2 += m2c + delta * delta * count * (double)S / total;")) << code;
+  // The transpose back (positions 1089: not a multiple of 4, so the scalar-store tiles) calls the chain
+  // with the tile's sample and channel.
+  EXPECT_TRUE(has(code, "k0_conv_norm_chain(i, (float)((float)tile[row][s] + (float)bias[c]), n, c, kf_stats)"))
+      << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-group-norm-build");
+  // Instance norm: one group per channel.
+  ir::Graph in =
+      graph_from_text(graph(32, "instance_norm", R"({"use_input_stats": true, "eps": 1e-5})", "[4, 32, 33, 33]"));
+  schedule::Schedule is = planned(in, 1e-2);
+  ASSERT_EQ(is.kernels.size(), 1u);
+  auto ip = codegen::emit_program(in, is, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(ip.is_ok()) << ip.status().message();
+  EXPECT_TRUE(has(ip->kernels[0].code, "kf_stats[n * 32LL + c / 1LL]")) << ip->kernels[0].code;
+}
+
 TEST(ConvReduceEpilogue, NotWhereTheResultIsNeededElsewhereOrTheConsumerIsNotOverChannels) {
   // kernelbench's 1e-4: no channels-last conv, so no site; the softmax keeps its own kernel.
   ir::Graph g = graph_from_text(graph(24, "softmax", R"({"dim": 1})", "[4, 24, 33, 33]"));
