@@ -106,6 +106,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
              : "  return " + name + "_pre((n * " + cs + "LL + c) * " + ss + "LL + s, v" + with_args(pre_fn) + ");\n")
      << "}\n\n";
   const std::string elem_args = (bias.empty() ? "" : ", bias") + (pre.empty() ? "" : with_args(pre_fn));
+  const std::string nan_max_stmt = "if (x > m || isnan(x)) m = x;";
   auto post_at = [&](const std::string& idx, const std::string& v) {
     return post.empty() ? v : name + "_post(" + idx + ", " + v + with_args(post_fn) + ")";
   };
@@ -129,6 +130,60 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   }
   const bool mean = r.op == ir::OpId::kMean || r.op == ir::OpId::kAdaptiveAvgPool;
   const int64_t stat_chunks = std::clamp<int64_t>((4 * 132 + N - 1) / N, 1, std::max<int64_t>(1, S / 1024));
+  if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kPool) {
+    // A 2-d pool of non-overlapping windows: a block takes 32 outputs of one output row of one sample,
+    // all channels; threads over channels (coalesced reads of each position's row) reduce each window
+    // into a shared tile [32][C | 1], then warps write 32 consecutive outputs of a channel.
+    const bool avg = r.op == ir::OpId::kAvgPool;
+    const auto ks = r.attrs.ints("kernel_size");
+    const ir::Shape& in_shape = gr.type(r.inputs[0]).shape;
+    const ir::Shape& out_shape = gr.type(r.output).shape;
+    const int64_t W = in_shape[3], OH = out_shape[2], OW = out_shape[3];
+    os << "__global__ void __launch_bounds__(256) " << name << "_pool(const float* __restrict__ ycl"
+       << (bias.empty() ? "" : ", const float* __restrict__ bias") << Operands::join(ops.params)
+       << ", float* __restrict__ out) {\n"
+       << "  constexpr long long C = " << C << "LL, S = " << S << "LL, W = " << W << "LL, OH = " << OH
+       << "LL, OW = " << OW << "LL;\n"
+       << "  constexpr int KH = " << ks[0] << ", KW = " << ks[1] << ", P = 32, CP = " << CP << ";\n"
+       << "  __shared__ float tile[P * CP];\n"
+       << "  const long long ow0 = (long long)blockIdx.x * P, oh = blockIdx.y, n = blockIdx.z;\n"
+       << "  for (int e = threadIdx.x; e < P * (int)C; e += 256) {\n"
+       << "    const int q = e / (int)C, c = e - q * (int)C;\n"
+       << "    const long long ow = ow0 + q;\n"
+       << "    if (ow >= OW) continue;\n"
+       << "    float m = " << (avg ? "0.0f" : "-INFINITY") << ";\n"
+       << "#pragma unroll\n"
+       << "    for (int dy = 0; dy < KH; ++dy) {\n"
+       << "#pragma unroll\n"
+       << "      for (int dx = 0; dx < KW; ++dx) {\n"
+       << "        const long long s = (oh * KH + dy) * W + ow * KW + dx;\n"
+       << "        const float x = " << name << "_elem(n, c, s, ycl[(n * S + s) * C + c]" << elem_args << ");\n"
+       << "        " << (avg ? "m += x;" : nan_max_stmt) << "\n"
+       << "      }\n"
+       << "    }\n"
+       << "    tile[q * CP + c] = " << (avg ? "m / " + float_literal(static_cast<double>(ks[0] * ks[1])) : "m") << ";\n"
+       << "  }\n"
+       << "  __syncthreads();\n"
+       << "  for (int e = threadIdx.x; e < P * (int)C; e += 256) {\n"
+       << "    const int c = e / P, q = e % P;\n"
+       << "    if (ow0 + q >= OW) continue;\n"
+       << "    const long long o = ((n * C + c) * OH + oh) * OW + ow0 + q;\n"
+       << "    const float y = tile[q * CP + c];\n"
+       << "    __stcs(out + o, " << post_at("o", "y") << ");\n"
+       << "  }\n"
+       << "}\n";
+    ChannelsLastBack back;
+    back.device = os.str();
+    std::ostringstream host;
+    host << "  (void)batches;\n"
+         << "  " << name << "_pool<<<dim3(" << (OW + 31) / 32 << "u, " << OH << "u, " << N
+         << "u), 256, 0, ctx->stream>>>(ycl" << (bias.empty() ? "" : ", " + bias) << Operands::join(ops.hosts) << ", "
+         << ctx.out_ptr() << ");\n"
+         << "  KF_LAUNCHED();\n";
+    back.host = host.str();
+    back.launches = 1;
+    return back;
+  }
   if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kNorm) {
     // Instance or group norm. Statistics from the rows: a block takes a chunk of one sample's positions,
     // threads 4 channels each, sums of x - k and (x - k)^2 with k the channel's value at position 0

@@ -131,6 +131,16 @@ ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n) {
       const int64_t groups = n.attrs.i("num_groups");
       return groups > 0 && channels % groups == 0 && channel_quads ? ConsumerKind::kNorm : ConsumerKind::kNone;
     }
+    case ir::OpId::kMaxPool:
+    case ir::OpId::kAvgPool: {
+      // Non-overlapping 2-d windows (kernel = stride, no padding, dilation 1, floor mode).
+      if (rank != 4 || !channel_tile) return ConsumerKind::kNone;
+      const auto k = n.attrs.ints("kernel_size"), st = n.attrs.ints("stride"), pad = n.attrs.ints("padding");
+      bool plain = k.size() == 2 && st == k && pad == std::vector<int64_t>{0, 0} && !n.attrs.b("ceil_mode");
+      if (n.op == ir::OpId::kMaxPool) plain = plain && n.attrs.ints("dilation") == std::vector<int64_t>{1, 1};
+      if (n.op == ir::OpId::kAvgPool) plain = plain && n.attrs.is_null("divisor_override");
+      return plain && in.shape[0] <= 65535 && in.shape[2] / k[0] <= 65535 ? ConsumerKind::kPool : ConsumerKind::kNone;
+    }
     case ir::OpId::kAdaptiveAvgPool: {
       const auto size = n.attrs.ints("output_size");
       const bool global = static_cast<int64_t>(size.size()) == rank - 2 &&

@@ -30,7 +30,10 @@ bool is_conv_reduce_epilogue(const ir::Graph& g, const schedule::Kernel& k);
 //  - kNorm: instance norm with batch statistics, or group norm, under the same conditions as kSpatial:
 //    the statistics come from the rows like a spatial reduction, then the transpose back to NCHW
 //    normalizes each value (and computes the chains around the norm) on its way.
-enum class ConsumerKind { kNone, kChannels, kSpatial, kNorm };
+//  - kPool: a 2-d max or average pool of non-overlapping windows (kernel = stride, no padding), with
+//    C up to kMaxChannelConsumerChannels: each window read from the rows once, the pooled tile written
+//    to NCHW through the chain after it.
+enum class ConsumerKind { kNone, kChannels, kSpatial, kNorm, kPool };
 ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n);
 inline bool is_channel_consumer(const ir::Graph& g, const ir::Node& n) {
   return consumer_kind(g, n) != ConsumerKind::kNone;

@@ -1,6 +1,6 @@
 """GPU tests of the conv_reduce_epilogue skill (ctest label gpu, skipped without a GPU): a softmax,
 log_softmax or sum/mean/amax/amin over the channels, a reduction over every spatial dim, or an
-instance or group norm, of a channels-last convolution, with the chains before and after it, computed in the pass over cuDNN's channels-last result. Each problem is built
+instance or group norm, or a 2-d pool of non-overlapping windows, of a channels-last convolution, with the chains before and after it, computed in the pass over cuDNN's channels-last result. Each problem is built
 under the cuda-agent protocol (channels-last needs its tolerance), the skill must have applied, the
 candidate is verified by `kforge evaluate` on fresh random inputs (poisoned outputs), and its ModelNew
 is run here against the problem's Model on inputs scaled to large logits and with a NaN pixel (NaN
@@ -42,6 +42,10 @@ CASES = {
     "relu_group_norm_scale": ("nn.Conv2d(16, 64, 3)", "x = torch.nn.functional.group_norm(torch.relu(x), 16)",
                               "return x * self.bias", (4, 16, 35, 35)),
     "group_norm_3d": ("nn.Conv3d(16, 32, 3)", "", "return torch.nn.functional.group_norm(x, 4)", (2, 16, 12, 12, 13)),
+    "hardswish_max_pool_mish": ("nn.Conv2d(16, 64, 3)", "x = nn.functional.max_pool2d(nn.functional.hardswish(x - 0.5), 2)",
+                                "return nn.functional.mish(x)", (4, 16, 35, 35)),
+    "avg_pool4_sigmoid": ("nn.Conv2d(16, 24, 3)", "x = nn.functional.avg_pool2d(x, 4)", "return torch.sigmoid(x)",
+                          (4, 16, 38, 38)),
     "sum_keepdim": ("nn.Conv2d(16, 40, 3)", "", "return torch.sum(x - 0.5, dim=1, keepdim=True)", (4, 16, 35, 35)),
 }
 
@@ -103,7 +107,8 @@ def test_channel_consumer_in_the_conv_pass_matches_torch(tmp_path, name):
     if "norm" in name:  # statistics from the rows, then the transpose back normalizes
         assert "_norm_stats<<<" in kernels and "_norm_chain(i, " in kernels
     else:
-        assert ("_channels<<<" in kernels or "_spatial<<<" in kernels) and "_from_channels_last" not in kernels
+        assert any(k in kernels for k in ("_channels<<<", "_spatial<<<", "_pool<<<"))
+        assert "_from_channels_last" not in kernels
     r = subprocess.run([KFORGE, "evaluate", str(path), str(out / "model_new.py"), "--protocol", "cuda-agent",
                         "--json", "--no-profile"], capture_output=True, text=True, timeout=600)
     assert r.stdout, r.stderr

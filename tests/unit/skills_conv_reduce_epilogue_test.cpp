@@ -186,6 +186,29 @@ TEST(ConvReduceEpilogue, GroupNormTakesItsStatisticsFromTheRowsAndNormalizesInTh
   EXPECT_TRUE(has(ip->kernels[0].code, "kf_stats[n * 32LL + c / 1LL]")) << ip->kernels[0].code;
 }
 
+TEST(ConvReduceEpilogue, MaxPoolOfNonOverlappingWindowsReadsEachWindowFromTheRows) {
+  // relu -> max_pool 2x2 (33 -> 16: the last row and column dropped) -> sigmoid.
+  ir::Graph g = graph_from_text(
+      graph(24, "max_pool", R"({"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1]})",
+            "[4, 24, 16, 16]"));
+  schedule::Schedule s = planned(g, 1e-2);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_TRUE(is_conv_reduce_epilogue(g, s.kernels[0]));
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_TRUE(has(code, "constexpr int KH = 2, KW = 2, P = 32, CP = 25;")) << code;
+  EXPECT_TRUE(has(code, "const long long s = (oh * KH + dy) * W + ow * KW + dx;")) << code;
+  EXPECT_TRUE(has(code, "__stcs(out + o, k0_conv_post(o, y));")) << code;
+  EXPECT_TRUE(has(code, "k0_conv_pool<<<dim3(1u, 16u, 4u), 256, 0, ctx->stream>>>(ycl, ")) << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-max-pool-build");
+  // Overlapping windows (stride 1) are not this kernel's.
+  ir::Graph ov = graph_from_text(
+      graph(24, "max_pool", R"({"kernel_size": [2, 2], "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1]})",
+            "[4, 24, 32, 32]"));
+  EXPECT_EQ(count_applied(planned(ov, 1e-2), "conv_reduce_epilogue"), 0);
+}
+
 TEST(ConvReduceEpilogue, NotWhereTheResultIsNeededElsewhereOrTheConsumerIsNotOverChannels) {
   // kernelbench's 1e-4: no channels-last conv, so no site; the softmax keeps its own kernel.
   ir::Graph g = graph_from_text(graph(24, "softmax", R"({"dim": 1})", "[4, 24, 33, 33]"));
