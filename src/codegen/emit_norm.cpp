@@ -110,13 +110,16 @@ StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseF
                             " without batch statistics needs running_mean and running_var (torch raises)");
   }
 
-  // Layer norm over short float32 rows (D a multiple of 4, at most 1024): a group of L lanes holds a
-  // row in registers (16-byte loads), the mean and then the sum of squared deviations from it come from
-  // shuffles within the group, and the normalized row (through the epilogue) is written from the same
-  // registers: one read and one write. The statistics kernel wrote 16 bytes of statistics per row,
-  // which for level2/3's rows of 64 was a quarter of the input again, written and then read back.
-  if (node.op == ir::OpId::kLayerNorm && in.dtype == ir::DType::kFloat32 && out.dtype == ir::DType::kFloat32 &&
-      layout.N % 4 == 0 && layout.N >= 4 && layout.N <= 1024 && ctx.kernel.knob("rows_in_registers", 1) != 0 &&
+  // Layer norm over short float32 rows (D a multiple of 4, at most 1024), and group or instance norm
+  // whose groups are such rows (a group's channels and positions are contiguous): a group of L lanes
+  // holds a row in registers (16-byte loads), the mean and then the sum of squared deviations from it
+  // come from shuffles within the group, and the normalized row (through the epilogue) is written from
+  // the same registers: one read and one write. The statistics kernel wrote 16 bytes of statistics per
+  // row, which for level2/3's rows of 64 was a quarter of the input again, written and then read back.
+  const bool rows_of_groups = node.op == ir::OpId::kLayerNorm || node.op == ir::OpId::kGroupNorm ||
+                              (node.op == ir::OpId::kInstanceNorm && batch_stats);
+  if (rows_of_groups && in.dtype == ir::DType::kFloat32 && out.dtype == ir::DType::kFloat32 && layout.N % 4 == 0 &&
+      layout.N >= 4 && layout.N <= 1024 && ctx.kernel.knob("rows_in_registers", 1) != 0 &&
       (!has_w || ctx.in_type(1).dtype == ir::DType::kFloat32) &&
       (!has_b || ctx.in_type(2).dtype == ir::DType::kFloat32)) {
     const int64_t D = layout.N, D4 = D / 4, rows = layout.M;
@@ -136,8 +139,12 @@ StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseF
     auto lane_value = [&](const char* l, int off) {
       std::string v = "(v[k]." + std::string(l) + " - mean) * rstd";
       const std::string c = "c + " + std::to_string(off);
-      if (has_w) v = "(" + v + ") * p1[" + c + "]";
-      if (has_b) v = "(" + v + ") + p2[" + c + "]";
+      // The parameters' index: layer norm's is the position in the row; a group or instance norm's is
+      // the channel of the element.
+      const std::string a =
+          node.op == ir::OpId::kLayerNorm ? c : "((row * " + ll(D) + " + " + c + ") / " + ll(HW) + ") % " + ll(C);
+      if (has_w) v = "(" + v + ") * p1[" + a + "]";
+      if (has_b) v = "(" + v + ") + p2[" + a + "]";
       if (post != nullptr)
         v = K + "_post(row * " + ll(D) + " + " + c + ", " + v +
             (post->call_args.empty() ? "" : ", " + post->call_args) + ")";

@@ -120,3 +120,47 @@ TEST(NormEpilogue, LayerNormOfShortRowsKeepsEachRowInRegisters) {
 
 }  // namespace
 }  // namespace kforge::skills
+
+namespace kforge::skills {
+namespace {
+
+TEST(NormEpilogue, GroupNormOfShortContiguousGroupsKeepsEachGroupInRegisters) {
+  // level2/37's shape, smaller: [64, 256] in 4 groups of 64 contiguous channels (no spatial dims); the
+  // weight and bias indexed by the element's channel.
+  const std::string text = R"({"format": "kforge.graph/1", "name": "gn",
+    "inputs": [{"id": "x", "name": "x", "shape": [64, 256], "dtype": "float32"}],
+    "params": [{"id": "w", "path": "n.weight", "kind": "parameter", "shape": [256], "dtype": "float32"},
+               {"id": "b", "path": "n.bias", "kind": "parameter", "shape": [256], "dtype": "float32"}],
+    "nodes": [
+      {"id": "y", "op": "group_norm", "inputs": ["x", "w", "b"], "attrs": {"num_groups": 4, "eps": 1e-5},
+       "shape": [64, 256], "dtype": "float32"}],
+    "outputs": ["y"]})";
+  ir::Graph g = graph_from_text(text);
+  schedule::Schedule s = planned(g);
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_FALSE(has(code, "_st_")) << code;
+  EXPECT_TRUE(has(code, "constexpr long long ROWS = 256LL, D = 64LL;")) << code;
+  EXPECT_TRUE(has(code, "constexpr int L = 16, V = 1, D4 = 16;")) << code;
+  EXPECT_TRUE(has(code,
+                  "r.w = (((v[k].w - mean) * rstd) * p1[((row * 64LL + c + 3) / 1LL) % 256LL]) + "
+                  "p2[((row * 64LL + c + 3) / 1LL) % 256LL];"))
+      << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "group-norm-rows-build");
+  // Groups of 4 x 400 positions (1600 elements) are longer than a row in registers: two passes.
+  const std::string big = R"({"format": "kforge.graph/1", "name": "gn2",
+    "inputs": [{"id": "x", "name": "x", "shape": [2, 16, 20, 20], "dtype": "float32"}],
+    "params": [],
+    "nodes": [
+      {"id": "y", "op": "group_norm", "inputs": ["x", null, null], "attrs": {"num_groups": 4, "eps": 1e-5},
+       "shape": [2, 16, 20, 20], "dtype": "float32"}],
+    "outputs": ["y"]})";
+  ir::Graph g2 = graph_from_text(big);
+  auto p2 = codegen::emit_program(g2, planned(g2), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p2.is_ok()) << p2.status().message();
+  EXPECT_TRUE(has(p2->kernels[0].code, "_st_")) << p2->kernels[0].code;
+}
+
+}  // namespace
+}  // namespace kforge::skills
