@@ -101,11 +101,12 @@ const std::vector<Skill>& all_skills() {
        "TF32 engine's rounding (tolerance >= 1e-3)",
        conv_channels_last_sites, conv_channels_last},
       {"conv_reduce_epilogue",
-       "computes a softmax, log_softmax or sum/mean/amax/amin over the channels (dim 1, up to 352 of them) of a "
-       "channels-last convolution's result, and then the elementwise chain after it, in the pass over cuDNN's "
-       "channels-last result (each position's channels are one contiguous row there), instead of writing the "
-       "NCHW result and reading it again across channel planes; saves a full write and read of the "
-       "convolution's result and a launch or two; costs nothing",
+       "computes what reads a channels-last convolution's result in the pass over cuDNN's channels-last rows "
+       "(each position's channels contiguous) instead of the transpose back to NCHW: a softmax, log_softmax or "
+       "sum/mean/amax/amin over the channels (up to 352), a reduction over every spatial dim (global average "
+       "pool), an instance or group norm (statistics from the rows, the normalization in the transpose back), "
+       "or a 2-d pool of non-overlapping windows; then the elementwise chain after it; saves a full write and "
+       "read of the convolution's result and a launch or two; costs nothing",
        conv_reduce_epilogue_sites, conv_reduce_epilogue},
       {"conv_engine_search",
        "times several cuDNN engines (torch's candidates, in its order) on a convolution's first call and keeps "
