@@ -130,6 +130,23 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   }
   const bool mean = r.op == ir::OpId::kMean || r.op == ir::OpId::kAdaptiveAvgPool;
   const int64_t stat_chunks = std::clamp<int64_t>((4 * 132 + N - 1) / N, 1, std::max<int64_t>(1, S / 1024));
+  // The head of a kernel over the rows of one sample in chunks of positions (spatial reductions, norm
+  // statistics): threads over channel quads (Q of them) and R rows of positions, block (chunk, sample).
+  auto chunked_rows_head = [&](const std::string& kernel, const std::string& outputs, const std::string& shared,
+                               int64_t per_chunk) {
+    std::ostringstream h;
+    h << "__global__ void __launch_bounds__(256) " << kernel << "(const float* __restrict__ ycl"
+      << (bias.empty() ? "" : ", const float* __restrict__ bias") << (pre.empty() ? "" : with_params(pre_fn)) << ", "
+      << outputs << ") {\n"
+      << "  constexpr long long C = " << C << "LL, S = " << S << "LL, CHUNK = " << per_chunk << "LL;\n"
+      << "  constexpr int Q = " << C / 4 << ", R = " << 256 / (C / 4) << ";  // channel quads, rows of positions\n"
+      << "  __shared__ " << shared << ";\n"
+      << "  const int q = threadIdx.x % Q, row = threadIdx.x / Q;\n"
+      << "  const long long n = blockIdx.y, s_begin = (long long)blockIdx.x * CHUNK;\n"
+      << "  const long long s_end = s_begin + CHUNK < S ? s_begin + CHUNK : S;\n"
+      << "  const long long c = 4LL * q;\n";
+    return h.str();
+  };
   if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kPool) {
     // A 2-d pool of non-overlapping windows: a block takes 32 outputs of one output row of one sample,
     // all channels; threads over channels (coalesced reads of each position's row) reduce each window
@@ -195,19 +212,11 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     const double eps = r.attrs.f("eps");
     const bool has_w = r.inputs.size() > 1 && r.inputs[1] != ir::kNoValue;
     const bool has_b = r.inputs.size() > 2 && r.inputs[2] != ir::kNoValue;
-    const int64_t quads = C / 4, rows = 256 / quads, chunks = stat_chunks;
+    const int64_t chunks = stat_chunks;
     const int64_t per_chunk = (S + chunks - 1) / chunks;
     std::ostringstream st;
-    st << "__global__ void __launch_bounds__(256) " << name << "_norm_stats(const float* __restrict__ ycl"
-       << (bias.empty() ? "" : ", const float* __restrict__ bias") << (pre.empty() ? "" : with_params(pre_fn))
-       << ", float4* __restrict__ p1, float4* __restrict__ p2) {\n"
-       << "  constexpr long long C = " << C << "LL, S = " << S << "LL, CHUNK = " << per_chunk << "LL;\n"
-       << "  constexpr int Q = " << quads << ", R = " << rows << ";\n"
-       << "  __shared__ float4 part1[R][Q], part2[R][Q];\n"
-       << "  const int q = threadIdx.x % Q, row = threadIdx.x / Q;\n"
-       << "  const long long n = blockIdx.y, s_begin = (long long)blockIdx.x * CHUNK;\n"
-       << "  const long long s_end = s_begin + CHUNK < S ? s_begin + CHUNK : S;\n"
-       << "  const long long c = 4LL * q;\n"
+    st << chunked_rows_head(name + "_norm_stats", "float4* __restrict__ p1, float4* __restrict__ p2",
+                            "float4 part1[R][Q], part2[R][Q]", per_chunk)
        << "  float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a;\n"
        << "  if (row < R) {\n"
        << "    const float4 k0 = *reinterpret_cast<const float4*>(ycl + n * S * C + c);  // the shift: position 0\n"
@@ -329,23 +338,13 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     // (16-byte loads), 256 / (C / 4) rows of positions per block; a block reduces a chunk of the
     // positions and leaves one partial per channel in scratch; a second kernel merges a sample's
     // chunks in order (deterministic) and writes through the chain after.
-    const int64_t quads = C / 4, rows = 256 / quads;
     const int64_t chunks = stat_chunks;
     const int64_t per_chunk = (S + chunks - 1) / chunks;
     auto step = [&](const std::string& lane, const std::string& ch) {
       return "{ const float x = " + name + "_elem(n, " + ch + ", s, v." + lane + elem_args + "); float& m = a." + lane +
              "; " + combine + " }";
     };
-    os << "__global__ void __launch_bounds__(256) " << name << "_spatial(const float* __restrict__ ycl"
-       << (bias.empty() ? "" : ", const float* __restrict__ bias") << (pre.empty() ? "" : with_params(pre_fn))
-       << ", float4* __restrict__ partial) {\n"
-       << "  constexpr long long C = " << C << "LL, S = " << S << "LL, CHUNK = " << per_chunk << "LL;\n"
-       << "  constexpr int Q = " << quads << ", R = " << rows << ";  // channel quads, rows of positions\n"
-       << "  __shared__ float4 part[R][Q];\n"
-       << "  const int q = threadIdx.x % Q, row = threadIdx.x / Q;\n"
-       << "  const long long n = blockIdx.y, s_begin = (long long)blockIdx.x * CHUNK;\n"
-       << "  const long long s_end = s_begin + CHUNK < S ? s_begin + CHUNK : S;\n"
-       << "  const long long c = 4LL * q;\n"
+    os << chunked_rows_head(name + "_spatial", "float4* __restrict__ partial", "float4 part[R][Q]", per_chunk)
        << "  float4 a = make_float4(" << ident << ", " << ident << ", " << ident << ", " << ident << ");\n"
        << "  if (row < R) {\n"
        << "#pragma unroll 4\n"
