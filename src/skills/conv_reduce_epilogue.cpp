@@ -1,5 +1,6 @@
-// conv_reduce_epilogue: legality and the merge of a channels-last convolution kernel with the channel
-// reduction (or softmax) after it, and of that kernel with the elementwise chain after the reduction.
+// conv_reduce_epilogue: legality and the merge of a channels-last convolution kernel with what reads its
+// result (a reduction or softmax over channels, a spatial reduction, a norm, a pool), and of that kernel
+// with the elementwise chain after it.
 #include "skills/conv_reduce_epilogue.h"
 
 #include <algorithm>
@@ -82,7 +83,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
            "over the channels (dim 1) of at most " +
            std::to_string(kMaxChannelConsumerChannels) +
            " float32 channels, nor such a reduction (or a global average pool) over every spatial dim, nor an "
-           "instance or group norm";
+           "instance or group norm, nor a 2-d pool of non-overlapping windows";
   for (size_t i = 0; i < at; ++i) {
     const ir::Node& pn = node_at(g, c.nodes[i]);
     if (g.type(pn.output).shape != conv_out.shape) return "the consumer's prologue changes the convolution's shape";
