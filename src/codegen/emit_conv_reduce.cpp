@@ -89,7 +89,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     functions += post_fn.code + "\n";
   }
   const int64_t C = g.cout, S = g.spatial_out, N = g.n;
-  const std::string cs = std::to_string(C), ss = std::to_string(S), ns = std::to_string(N);
+  const std::string cs = std::to_string(C), ss = std::to_string(S);
   const int64_t CP = C | 1;
   const bool vec = C % 4 == 0;
   auto with_args = [](const PointwiseFunction& f) { return f.call_args.empty() ? "" : ", " + f.call_args; };
@@ -106,7 +106,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
              : "  return " + name + "_pre((n * " + cs + "LL + c) * " + ss + "LL + s, v" + with_args(pre_fn) + ");\n")
      << "}\n\n";
   const std::string elem_args = (bias.empty() ? "" : ", bias") + (pre.empty() ? "" : with_args(pre_fn));
-  const std::string nan_max_stmt = "if (x > m || isnan(x)) m = x;";
+  const std::string nan_max = "if (x > m || isnan(x)) m = x;";  // NaN propagates, as torch's max
   auto post_at = [&](const std::string& idx, const std::string& v) {
     return post.empty() ? v : name + "_post(" + idx + ", " + v + with_args(post_fn) + ")";
   };
@@ -120,7 +120,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
       break;
     case ir::OpId::kAmax:
       ident = "-INFINITY";
-      combine = "if (x > m || isnan(x)) m = x;";
+      combine = nan_max;
       break;
     case ir::OpId::kAmin:
       ident = "INFINITY";
@@ -175,7 +175,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
        << "      for (int dx = 0; dx < KW; ++dx) {\n"
        << "        const long long s = (oh * KH + dy) * W + ow * KW + dx;\n"
        << "        const float x = " << name << "_elem(n, c, s, ycl[(n * S + s) * C + c]" << elem_args << ");\n"
-       << "        " << (avg ? "m += x;" : nan_max_stmt) << "\n"
+       << "        " << (avg ? "m += x;" : nan_max) << "\n"
        << "      }\n"
        << "    }\n"
        << "    tile[q * CP + c] = " << (avg ? "m / " + float_literal(static_cast<double>(ks[0] * ks[1])) : "m") << ";\n"
@@ -434,7 +434,6 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
        << "    }\n";
   }
   os << "    __syncthreads();\n";
-  const std::string nan_max = "if (x > m || isnan(x)) m = x;";
   if (!softmax && ident.empty()) return internal_error("no channel reduction for " + ir::describe(gr, r));
   if (softmax) {
     const bool log = r.op == ir::OpId::kLogSoftmax;
