@@ -40,20 +40,6 @@ ir::ValueIndex result_of(const ir::Graph& g, const schedule::Kernel& k) {
   return node_at(g, k.root()).output;
 }
 
-// The producer's result is read by the consumer's nodes alone and is not a graph output.
-std::string read_by_consumer_alone(const ir::Graph& g, const schedule::Kernel& p, const schedule::Kernel& c) {
-  const ir::ValueIndex v = result_of(g, p);
-  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
-    return "the producer's result is a graph output, so it must be stored";
-  bool read = false;
-  for (int user : g.users(v)) {
-    if (std::find(c.nodes.begin(), c.nodes.end(), user) == c.nodes.end())
-      return "the producer's result is also read by " + ir::describe(g, node_at(g, user));
-    read = true;
-  }
-  return read ? "" : "the consumer does not read the producer's result";
-}
-
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
   const int n = static_cast<int>(s.kernels.size());
   if (producer < 0 || consumer < 0 || producer >= n || consumer >= n || producer >= consumer)
@@ -72,7 +58,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
     if (pt.shape != ct.shape || ct.dtype != ir::DType::kFloat32)
       return "the chain's result (" + ir::shape_str(ct.shape) + ") is not the channel consumer's shape (" +
              ir::shape_str(pt.shape) + ") in float32";
-    return read_by_consumer_alone(g, p, c);
+    return kept_for_reader_alone(g, result_of(g, p), c, "the producer's", "the consumer");
   }
   if (!tail_is_pointwise(g, p)) return "the producer must be the convolution with at most a pointwise epilogue";
   if (c.impl != schedule::Impl::kGenerated || c.nodes.empty()) return "the consumer must be a generated kernel";
@@ -95,7 +81,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
     if (!ir::is_pointwise(tn) || g.type(tn.output).shape != g.type(r.output).shape)
       return "after the channel consumer the consumer kernel may only hold pointwise nodes of its shape";
   }
-  return read_by_consumer_alone(g, p, c);
+  return kept_for_reader_alone(g, result_of(g, p), c, "the producer's", "the consumer");
 }
 
 }  // namespace

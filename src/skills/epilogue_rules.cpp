@@ -39,16 +39,7 @@ std::string epilogue_illegal(const ir::Graph& g, const schedule::Schedule& s, in
            std::string(ir::dtype_name(chain_type.dtype)) + ") is not the library kernel's (" +
            ir::shape_str(lib_type.shape) + ", " + std::string(ir::dtype_name(lib_type.dtype)) +
            "): the library writes into it";
-  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
-    return "the library kernel's result is a graph output, so it must be stored";
-  bool read = false;
-  for (int user : g.users(v)) {
-    if (std::find(c.nodes.begin(), c.nodes.end(), user) == c.nodes.end())
-      return "the library kernel's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
-    read = true;
-  }
-  if (!read) return "the chain does not read the library kernel's result";
-  return "";
+  return kept_for_reader_alone(g, v, c, "the library kernel's", "the chain");
 }
 
 std::vector<Site> epilogue_sites(const ir::Graph& g, const schedule::Schedule& s,

@@ -24,16 +24,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
   if (g.type(v).shape != g.type(result_of(g, c)).shape)
     return "the producer's result " + ir::shape_str(g.type(v).shape) + " does not have the consumer's shape " +
            ir::shape_str(g.type(result_of(g, c)).shape) + " (it would be recomputed per broadcast element)";
-  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
-    return "the producer's result is a graph output, so it must be stored";
-  bool read_by_consumer = false;
-  for (int user : g.users(v)) {
-    if (std::find(c.nodes.begin(), c.nodes.end(), user) == c.nodes.end())
-      return "the producer's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
-    read_by_consumer = true;
-  }
-  if (!read_by_consumer) return "the consumer does not read the producer's result";
-  return "";
+  return kept_for_reader_alone(g, v, c, "the producer's", "the consumer");
 }
 
 }  // namespace

@@ -177,6 +177,19 @@ bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node) {
   return !users.empty() && std::all_of(users.begin(), users.end(), [&](int u) { return u == node; });
 }
 
+std::string kept_for_reader_alone(const ir::Graph& g, ir::ValueIndex v, const schedule::Kernel& reader,
+                                  const std::string& whose, const std::string& reader_name) {
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
+    return whose + " result is a graph output, so it must be stored";
+  bool read = false;
+  for (int user : g.users(v)) {
+    if (std::find(reader.nodes.begin(), reader.nodes.end(), user) == reader.nodes.end())
+      return whose + " result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
+    read = true;
+  }
+  return read ? "" : reader_name + " does not read " + whose + " result";
+}
+
 bool has_pointwise_prologue(const ir::Graph& g, const schedule::Kernel& k) {
   return k.nodes.size() > 1 && std::all_of(k.nodes.begin(), k.nodes.end() - 1,
                                            [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });

@@ -60,6 +60,12 @@ int kernel_of(const schedule::Schedule& s, int node);
 // once `node` computes it in the same kernel).
 bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node);
 
+// Why value v, made by one kernel, cannot stay unstored when `reader` joins that kernel ("" when it can):
+// v is a graph output, or a node outside `reader` reads it, or `reader` does not read it. The messages
+// name v as `whose` result ("the producer's") and the reader as `reader_name` ("the consumer").
+std::string kept_for_reader_alone(const ir::Graph& g, ir::ValueIndex v, const schedule::Kernel& reader,
+                                  const std::string& whose, const std::string& reader_name);
+
 // Whether `k` has more than one node and every node but its last is pointwise: the shape of a kernel a
 // prologue skill made (the caller checks the last node's kind).
 bool has_pointwise_prologue(const ir::Graph& g, const schedule::Kernel& k);
