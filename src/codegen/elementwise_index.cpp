@@ -66,4 +66,20 @@ std::string channel_offset(const ir::Shape& out, const std::string& index) {
   return "((" + m.i + " / " + m.k(inner) + ") % " + channels + ")";
 }
 
+ir::Shape channel_shape(const ir::Shape& out) {
+  ir::Shape s(out.size(), 1);
+  if (out.size() > 1) s[1] = out[1];
+  return s;
+}
+
+bool row_invariant_offset(const ir::Shape& in, const ir::Shape& out, int64_t row) {
+  if (row <= 0 || in.size() > out.size()) return false;
+  const auto out_strides = contiguous_strides(out);
+  const size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] != 1 && out_strides[lead + d] % row != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace kforge::codegen

@@ -16,6 +16,14 @@ std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const st
 // (rank >= 2): a per-channel operand's offset, as batch_norm's.
 std::string channel_offset(const ir::Shape& out, const std::string& i);
 
+// The shape of a per-channel operand of `out` (batch_norm's weight, bias and statistics): dim 1 of
+// `out` kept, every other dim 1 (as channel_offset indexes it).
+ir::Shape channel_shape(const ir::Shape& out);
+
+// Whether the offset of a tensor of shape `in` broadcast to `out` at linear index i depends on
+// i / row alone: every dim along which `in` varies has an `out` stride that is a multiple of `row`.
+bool row_invariant_offset(const ir::Shape& in, const ir::Shape& out, int64_t row);
+
 // Row-major strides of a contiguous shape.
 std::vector<int64_t> contiguous_strides(const ir::Shape& s);
 

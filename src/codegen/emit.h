@@ -118,9 +118,14 @@ struct PointwiseFunction {
   std::string params;     // its operand parameters ("const float* __restrict__ in3, ..."), also the kernel's
   std::string call_args;  // the names of those parameters ("in3, ...")
   std::string host_args;  // their host expressions, same order
+  // > 0: the function takes a last, optional `long long i_row`, the first index of i's row of this many
+  // elements; operands broadcast over the row are read there (pass it where several elements of one
+  // row are computed, so that their loads are one).
+  int64_t row_extent = 0;
 };
 StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std::vector<int>& nodes,
-                                               const std::string& name, ir::ValueIndex seed_value = ir::kNoValue);
+                                               const std::string& name, ir::ValueIndex seed_value = ir::kNoValue,
+                                               int64_t row_extent = 0);
 
 // The same chain as a function of the values of its operands at one element, for 16-byte loads by the
 // caller: only when every operand is a full-shape float tensor (read at the element's own offset), there

@@ -786,7 +786,10 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
     epi.name = ctx.kernel.name + "_chain";
     epi.out_dtype = gr.type(result).dtype;
     const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
-    KF_ASSIGN_OR_RETURN(epi.chain, pointwise_function(ctx, chain, epi.name, conv_out));
+    // Rows of the NCHW result: one (sample, channel) plane, whose per-channel operands are read once.
+    const ir::Shape& out_shape = gr.type(conv_out).shape;
+    const int64_t plane = prod(ir::Shape(out_shape.begin() + std::min<size_t>(2, out_shape.size()), out_shape.end()));
+    KF_ASSIGN_OR_RETURN(epi.chain, pointwise_function(ctx, chain, epi.name, conv_out, plane));
     bool fused = false;
     KF_ASSIGN_OR_RETURN(KernelSource src, emit_conv_family(conv_ctx, transpose, false, nullptr, &epi, &fused));
     if (fused) {

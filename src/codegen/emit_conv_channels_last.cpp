@@ -188,12 +188,15 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
   const std::string params =
       std::string("(const ") + T + "* __restrict__ ycl, " + (has_bias ? "const " + T + "* __restrict__ bias, " : "") +
       (epi != nullptr && !epi->chain.params.empty() ? epi->chain.params + ", " : "") + OT + "* __restrict__ out)";
-  // The output element at NCHW index i from the conv's value `tv` (of channel c).
+  // The output element at NCHW index i from the conv's value `tv` (of channel c). A chain that reads
+  // per-channel operands at the row's first index (row_extent: the plane) gets it as i_row, so that a
+  // thread's values of one plane share their loads.
+  const bool row_indexed = epi != nullptr && epi->chain.row_extent == s_out;
   auto value_at = [&](const std::string& tv) {
     const std::string v = has_bias ? "(" + T + ")((" + A + ")" + tv + " + (" + A + ")bias[c])" : tv;
-    return epi != nullptr
-               ? epi->name + "(i, " + v + (epi->chain.call_args.empty() ? "" : ", " + epi->chain.call_args) + ")"
-               : v;
+    return epi != nullptr ? epi->name + "(i, " + v + (epi->chain.call_args.empty() ? "" : ", " + epi->chain.call_args) +
+                                (row_indexed ? ", (n * C + c) * S" : "") + ")"
+                          : v;
   };
   const std::string what = std::string(has_bias ? ", the bias added (rounded to the tensor's type, as torch's "
                                                   "separate add)"
@@ -222,14 +225,21 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
        << kLoadTileFromChannelsLast << "#pragma unroll\n"
        << "    for (int j = 0; j < 4; ++j) {\n"
        << "      const int row = warp + 8 * j;\n"
-       << "      const long long c = c0 + row;\n"
+       << "      // The row's values first, then its stores, the values computed unguarded at positions clamped\n"
+       << "      // into the tile (a duplicate where out of range, not stored): loads shared by the row stay one.\n"
+       << "      float o[4];\n"
+       << "#pragma unroll\n"
+       << "      for (int k = 0; k < 4; ++k) {\n"
+       << "        const int s = (int)min((long long)(lane + 32 * k), S - 1 - s0);\n"
+       << "        const long long c = min(c0 + row, C - 1);\n"
+       << "        const long long i = (n * C + c) * S + s0 + s;\n"
+       << "        (void)i;\n"
+       << "        o[k] = " << value_at("tile[c - c0][s]") << ";\n"
+       << "      }\n"
        << "#pragma unroll\n"
        << "      for (int k = 0; k < 4; ++k) {\n"
        << "        const int s = lane + 32 * k;\n"
-       << "        if (c < C && s0 + s < S) {\n"
-       << "          const long long i = (n * C + c) * S + s0 + s;\n"
-       << "          __stcs(out + i, " << value_at("tile[row][s]") << ");\n"
-       << "        }\n"
+       << "        if (c0 + row < C && s0 + s < S) __stcs(out + (n * C + c0 + row) * S + s0 + s, o[k]);\n"
        << "      }\n"
        << "    }\n"
        << "    __syncthreads();\n"
@@ -245,21 +255,28 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
        << "  const int quad = threadIdx.x & 7, pos = threadIdx.x >> 3;    // loads: 4-channel quad, position\n"
        << "  const int row = threadIdx.x >> 3, chunk = threadIdx.x & 7;  // stores: channel row, 4-position chunk\n"
        << "  for (long long n = blockIdx.z; n < N; n += gridDim.z) {\n"
-       << kLoadTileFromChannelsLast << "    const long long c = c0 + row;\n"
+       << kLoadTileFromChannelsLast
+       << "    float4 o[4];  // the thread's 16 values of one plane first, then its stores: loads shared by the\n"
+       << "                  // plane (bias, per-channel operands) stay one\n"
+       << "#pragma unroll\n"
+       << "    for (int k = 0; k < 4; ++k) {\n"
+       << "      // Computed unguarded at positions clamped into the tile (S % 4 == 0: a whole quad; a duplicate\n"
+       << "      // where out of range, not stored), so that no branch keeps a shared load per quad.\n"
+       << "      const int s = (int)min((long long)(32 * k + 4 * chunk), S - 4 - s0);\n"
+       << "      const long long c = min(c0 + row, C - 1);\n"
+       << "      float* vo = reinterpret_cast<float*>(&o[k]);\n"
+       << "#pragma unroll\n"
+       << "      for (int l = 0; l < 4; ++l) {\n"
+       << "        const long long i = (n * C + c) * S + s0 + s + l;\n"
+       << "        (void)i;\n"
+       << "        vo[l] = " << value_at("tile[c - c0][s + l]") << ";\n"
+       << "      }\n"
+       << "    }\n"
        << "#pragma unroll\n"
        << "    for (int k = 0; k < 4; ++k) {\n"
        << "      const int s = 32 * k + 4 * chunk;\n"
-       << "      if (c < C && s0 + s < S) {\n"
-       << "        float4 o;\n"
-       << "        float* vo = reinterpret_cast<float*>(&o);\n"
-       << "#pragma unroll\n"
-       << "        for (int l = 0; l < 4; ++l) {\n"
-       << "          const long long i = (n * C + c) * S + s0 + s + l;\n"
-       << "          (void)i;\n"
-       << "          vo[l] = " << value_at("tile[row][s + l]") << ";\n"
-       << "        }\n"
-       << "        __stcs(reinterpret_cast<float4*>(out + (n * C + c) * S + s0 + s), o);\n"
-       << "      }\n"
+       << "      if (c0 + row < C && s0 + s < S)\n"
+       << "        __stcs(reinterpret_cast<float4*>(out + (n * C + c0 + row) * S + s0 + s), o[k]);\n"
        << "    }\n"
        << "    __syncthreads();\n"
        << "  }\n"

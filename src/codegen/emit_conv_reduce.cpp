@@ -79,12 +79,14 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   std::string functions;
   PointwiseFunction pre_fn, post_fn;
   if (!pre.empty()) {
-    KF_ASSIGN_OR_RETURN(pre_fn, pointwise_function(ctx, pre, name + "_pre", conv.output));
+    KF_ASSIGN_OR_RETURN(pre_fn, pointwise_function(ctx, pre, name + "_pre", conv.output, g.spatial_out));
     ops.add(pre_fn);
     functions += pre_fn.code + "\n";
   }
   if (!post.empty()) {
-    KF_ASSIGN_OR_RETURN(post_fn, pointwise_function(ctx, post, name + "_post", r.output));
+    // After a norm the chain has the conv's shape: its per-channel operands are read at the plane's start.
+    const bool norm = skills::consumer_kind(gr, r) == skills::ConsumerKind::kNorm;
+    KF_ASSIGN_OR_RETURN(post_fn, pointwise_function(ctx, post, name + "_post", r.output, norm ? g.spatial_out : 0));
     ops.add(post_fn);
     functions += post_fn.code + "\n";
   }
@@ -101,9 +103,9 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   os << "__device__ __forceinline__ float " << name << "_elem(long long n, long long c, long long s, float v"
      << (bias.empty() ? "" : ", const float* __restrict__ bias") << (pre.empty() ? "" : with_params(pre_fn)) << ") {\n"
      << (bias.empty() ? "" : "  v = v + bias[c];\n")
-     << (pre.empty()
-             ? "  (void)n; (void)c; (void)s;\n  return v;\n"
-             : "  return " + name + "_pre((n * " + cs + "LL + c) * " + ss + "LL + s, v" + with_args(pre_fn) + ");\n")
+     << (pre.empty() ? "  (void)n; (void)c; (void)s;\n  return v;\n"
+                     : "  return " + name + "_pre((n * " + cs + "LL + c) * " + ss + "LL + s, v" + with_args(pre_fn) +
+                           ", (n * " + cs + "LL + c) * " + ss + "LL);\n")
      << "}\n\n";
   const std::string elem_args = (bias.empty() ? "" : ", bias") + (pre.empty() ? "" : with_args(pre_fn));
   const std::string nan_max = "if (x > m || isnan(x)) m = x;";  // NaN propagates, as torch's max
@@ -294,11 +296,14 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     chain_host += Operands::join(ops.hosts);
     ch << os.str() << "__device__ __forceinline__ float " << name
        << "_norm_chain(long long i, float v, long long n, long long c, " << chain_params << ") {\n"
-       << (pre.empty() ? "" : "  v = " + name + "_pre(i, v" + with_args(pre_fn) + ");\n")
+       << "  const long long i_row = (n * " << C << "LL + c) * " << S << "LL;  // the plane's first index\n"
+       << "  (void)i_row;\n"
+       << (pre.empty() ? "" : "  v = " + name + "_pre(i, v" + with_args(pre_fn) + ", i_row);\n")
        << "  const float2 st = kf_stats[n * " << G << "LL + c / " << per << "LL];\n"
        << "  float y = (v - st.x) * st.y;\n"
        << (has_w ? "  y = y * nw[c];\n" : "") << (has_b ? "  y = y + nb[c];\n" : "")
-       << (post.empty() ? "  (void)i;\n  return y;\n" : "  return " + name + "_post(i, y" + with_args(post_fn) + ");\n")
+       << (post.empty() ? "  (void)i;\n  return y;\n"
+                        : "  return " + name + "_post(i, y" + with_args(post_fn) + ", i_row);\n")
        << "}\n";
     auto epi = std::make_shared<ChannelsLastEpilogue>();
     epi->name = name + "_norm_chain";

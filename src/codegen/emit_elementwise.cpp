@@ -236,9 +236,12 @@ std::string fp16_headers(const ir::Graph& g, const schedule::Kernel& k) {
 // a register r<value>. Operands made outside are kernel parameters in<value> (added to `params` in
 // first-use order); with `vec`, full-shape 4-byte ones are read as lane `l` of a 16-byte load
 // v<value> (added to `vector_loads`), and the seed's out[i] as vout[l].
+// With `row_extent` > 0, a broadcast operand whose offset depends on i / row_extent alone is read at
+// `i_row` (the first index of i's row of row_extent elements): the same address for a whole row, which
+// the compiler loads once where the caller computes several elements of one row.
 static StatusOr<std::string> chain_statements(const ir::Graph& g, const std::vector<int>& nodes, const ChainSeed& seed,
                                               bool vec, std::vector<ir::ValueIndex>& params,
-                                              std::vector<ir::ValueIndex>& vector_loads) {
+                                              std::vector<ir::ValueIndex>& vector_loads, int64_t row_extent = 0) {
   const ir::Shape& shape = g.type(g.nodes()[static_cast<size_t>(nodes.back())].output).shape;
   auto four_byte = [&](ir::ValueIndex v) { return ir::dtype_size(g.type(v).dtype) == 4; };
   std::vector<bool> in_kernel(g.values().size(), false);
@@ -272,8 +275,10 @@ static StatusOr<std::string> chain_statements(const ir::Graph& g, const std::vec
           if (std::find(vector_loads.begin(), vector_loads.end(), v) == vector_loads.end()) vector_loads.push_back(v);
           o.expr = "v" + std::to_string(v) + "[l]";
         } else {
+          const ir::Shape& in_shape = per_channel ? channel_shape(shape) : g.type(v).shape;
+          const std::string at = row_extent > 0 && row_invariant_offset(in_shape, shape, row_extent) ? "i_row" : "i";
           o.expr = "in" + std::to_string(v) + "[" +
-                   (per_channel ? channel_offset(shape, "i") : broadcast_offset(g.type(v).shape, shape, "i")) + "]";
+                   (per_channel ? channel_offset(shape, at) : broadcast_offset(in_shape, shape, at)) + "]";
         }
       }
       ops.push_back(o);
@@ -432,7 +437,7 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
 }
 
 StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std::vector<int>& nodes,
-                                               const std::string& name, ir::ValueIndex seed_value) {
+                                               const std::string& name, ir::ValueIndex seed_value, int64_t row_extent) {
   const ir::Graph& g = ctx.graph;
   for (int k : nodes) {
     if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(k)]))
@@ -444,9 +449,10 @@ StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std
     seed.value = seed_value;
     seed.expr = "seed";
   }
-  KF_ASSIGN_OR_RETURN(std::string body, chain_statements(g, nodes, seed, false, params, unused));
+  KF_ASSIGN_OR_RETURN(std::string body, chain_statements(g, nodes, seed, false, params, unused, row_extent));
   const ir::ValueIndex result = g.nodes()[static_cast<size_t>(nodes.back())].output;
   PointwiseFunction f;
+  f.row_extent = row_extent;
   std::string decl;
   for (size_t j = 0; j < params.size(); ++j) {
     const std::string sep = j ? ", " : "";
@@ -458,8 +464,12 @@ StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std
   f.params = decl;
   const std::string seed_decl =
       seed_value == ir::kNoValue ? "" : ", const " + ctype(g.type(seed_value).dtype) + " seed";
+  // i_row comes last, so that callers without it keep their calls; then it is derived from i.
+  const std::string row = std::to_string(row_extent) + "LL";
   f.code = "__device__ __forceinline__ " + ctype(g.type(result).dtype) + " " + name + "(long long i" + seed_decl +
-           (decl.empty() ? "" : ", " + decl) + ") {\n" + body + "    return r" + std::to_string(result) + ";\n}\n";
+           (decl.empty() ? "" : ", " + decl) + (row_extent > 0 ? ", long long i_row = -1" : "") + ") {\n" +
+           (row_extent > 0 ? "    if (i_row < 0) i_row = i / " + row + " * " + row + ";\n    (void)i_row;\n" : "") +
+           body + "    return r" + std::to_string(result) + ";\n}\n";
   return f;
 }
 

@@ -309,9 +309,10 @@ StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseF
   params << ", " << ctype(out.dtype) << "* __restrict__ y";
   args << ", " << ctx.out_ptr();
   // The stored value of element `idx` normalized to `v`.
-  auto stored = [&](const std::string& idx, const std::string& v) {
+  auto stored = [&](const std::string& idx, const std::string& v, const std::string& i_row = "") {
     if (post == nullptr) return to_out(out.dtype, v);
-    return K + "_post(" + idx + ", " + v + (post->call_args.empty() ? "" : ", " + post->call_args) + ")";
+    return K + "_post(" + idx + ", " + v + (post->call_args.empty() ? "" : ", " + post->call_args) +
+           (i_row.empty() ? "" : ", " + i_row) + ")";
   };
   if (post != nullptr && post->params.empty())
     dev << "// The epilogue (norm_epilogue skill), computed on each normalized value before its store:\n" << post->code;
@@ -357,13 +358,19 @@ StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseF
                    numel % 4 == 0 && numel / 4 / block < 2147483647LL && ctx.kernel.knob("vector", 1) != 0;
   if (vec) {
     auto [pre, centered] = normalize("X", "  ");
+    // The four values lie in one row of the epilogue's (row_extent % 4 == 0, i % 4 == 0).
+    const bool row_indexed = post != nullptr && post->row_extent > 0 && post->row_extent % 4 == 0;
+    if (row_indexed)
+      pre += "  const long long i_row = i / " + ll(post->row_extent) + " * " + ll(post->row_extent) + ";\n";
     std::string lanes;
     int lane = 0;
     for (const char* l : {"x", "y", "z", "w"}) {
       std::string c = centered;
       c.replace(c.find("X"), 1, std::string("xv.") + l);
-      lanes += "  r." + std::string(l) + " = " +
-               (post == nullptr ? finish(c) : stored("i + " + std::to_string(lane), finish(c))) + ";\n";
+      lanes +=
+          "  r." + std::string(l) + " = " +
+          (post == nullptr ? finish(c) : stored("i + " + std::to_string(lane), finish(c), row_indexed ? "i_row" : "")) +
+          ";\n";
       ++lane;
     }
     dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_apply4(" << params.str() << ") {\n"
@@ -418,7 +425,13 @@ StatusOr<KernelSource> emit_norm_epilogue(const EmitContext& ctx) {
   EmitContext norm_ctx(g, ctx.sched, norm_kernel, ctx.buffers);
   norm_ctx.out_value = result;
   const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
-  KF_ASSIGN_OR_RETURN(PointwiseFunction post, pointwise_function(ctx, chain, ctx.kernel.name + "_post", norm_out));
+  // Rows of the result: one (sample, channel) plane, whose per-channel operands the 16-byte apply pass
+  // reads once for its four values.
+  const ir::Shape& shape = g.type(norm_out).shape;
+  int64_t plane = 1;
+  for (size_t d = 2; d < shape.size(); ++d) plane *= shape[d];
+  KF_ASSIGN_OR_RETURN(PointwiseFunction post,
+                      pointwise_function(ctx, chain, ctx.kernel.name + "_post", norm_out, plane % 4 == 0 ? plane : 0));
   return emit_norm_kernel(norm_ctx, &post);
 }
 

@@ -105,6 +105,20 @@ TEST(CodegenElementwise, BroadcastOffsets) {
   EXPECT_EQ(channel_offset({8, 3, 1LL << 29}, "i"), "((i / 536870912LL) % 3LL)");
 }
 
+TEST(CodegenElementwise, RowInvariantOffsets) {
+  // A per-channel operand of NCHW planes of 900 depends on i / 900 (and on i / 300), not on i / 4.
+  EXPECT_TRUE(row_invariant_offset({64, 1, 1}, {8, 64, 30, 30}, 900));
+  EXPECT_TRUE(row_invariant_offset({64, 1, 1}, {8, 64, 30, 30}, 300));
+  EXPECT_FALSE(row_invariant_offset({64, 1, 1}, {8, 64, 30, 30}, 1800));
+  EXPECT_FALSE(row_invariant_offset({30}, {8, 64, 30, 30}, 900));
+  EXPECT_FALSE(row_invariant_offset({8, 64, 30, 30}, {8, 64, 30, 30}, 900));
+  EXPECT_TRUE(row_invariant_offset({1}, {8, 64, 30, 30}, 900));
+  EXPECT_TRUE(row_invariant_offset({8, 1, 1, 1}, {8, 64, 30, 30}, 900));
+  EXPECT_FALSE(row_invariant_offset({64, 1, 1}, {8, 64, 30, 30}, 0));
+  EXPECT_TRUE(row_invariant_offset(channel_shape({8, 64, 30, 30}), {8, 64, 30, 30}, 900));
+  EXPECT_EQ(channel_shape({8, 64, 30, 30}), (ir::Shape{1, 64, 1, 1}));
+}
+
 TEST(CodegenElementwise, ScalarOperandsAndReverse) {
   ir::Graph g = graph_from_text(one_node_graph("sub", {{"x", {8}}}, R"({"scalar": 1, "reverse": true})", {8}));
   Program p = emit(g);

@@ -115,6 +115,40 @@ TEST(ConvChannelsLast, WithoutBiasOrEpilogueTheOutputTransposeMustPayToo) {
   EXPECT_EQ(conv_channels_last_sites(b, first(b, 1e-2)).size(), 1u);
 }
 
+TEST(ConvChannelsLast, APerChannelOperandOfTheChainIsReadOncePerPlane) {
+  // level2/1's shape: conv, relu, then + a (C, 1, 1) parameter. The chain reads the parameter at the
+  // plane's first index (i_row), the same address for every value a thread computes of its plane, and
+  // the pass back computes its values before it stores them, unguarded at clamped positions.
+  ir::Graph g = graph_from_text(R"({"format": "kforge.graph/1", "name": "cl",
+    "inputs": [{"id": "x", "name": "x", "shape": [8, 64, 32, 32], "dtype": "float32"}],
+    "params": [{"id": "w", "path": "conv.weight", "kind": "parameter", "shape": [64, 64, 3, 3], "dtype": "float32"},
+               {"id": "b", "path": "conv.bias", "kind": "parameter", "shape": [64], "dtype": "float32"},
+               {"id": "p", "path": "bias", "kind": "parameter", "shape": [64, 1, 1], "dtype": "float32"}],
+    "nodes": [
+      {"id": "c", "op": "conv", "inputs": ["x", "w", "b"],
+       "attrs": {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 1},
+       "shape": [8, 64, 30, 30], "dtype": "float32"},
+      {"id": "r", "op": "relu", "inputs": ["c"], "attrs": {}, "shape": [8, 64, 30, 30], "dtype": "float32"},
+      {"id": "y", "op": "add", "inputs": ["r", "p"], "attrs": {}, "shape": [8, 64, 30, 30], "dtype": "float32"}],
+    "outputs": ["y"]})");
+  DefaultPlanOptions o;
+  o.base.tolerance = 1e-2;
+  auto s = plan_default(g, o);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  ASSERT_EQ(s->kernels.size(), 1u);
+  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
+  auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_TRUE(has(code, "long long i_row = -1) {\n    if (i_row < 0) i_row = i / 900LL * 900LL;")) << code;
+  EXPECT_TRUE(has(code, "in3[((((unsigned)(i_row) / 900u) % 64u) * 1u)]")) << code;
+  EXPECT_FALSE(has(code, "in3[((((unsigned)(i) /")) << code;
+  EXPECT_TRUE(has(code, "const long long c = min(c0 + row, C - 1);")) << code;
+  EXPECT_TRUE(has(code, "const int s = (int)min((long long)(32 * k + 4 * chunk), S - 4 - s0);")) << code;
+  EXPECT_TRUE(has(code, "if (c0 + row < C && s0 + s < S)")) << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-channel-operand-build");
+}
+
 TEST(ConvChannelsLast, TheEpilogueRunsInThePassBackAndItBuilds) {
   // A 2-d conv with a relu: the default planner runs it channels-last with the relu in the pass back.
   ir::Graph g = graph_from_text(conv_graph(64, true, 1, true));
@@ -137,8 +171,13 @@ TEST(ConvChannelsLast, TheEpilogueRunsInThePassBackAndItBuilds) {
   // One pass back: the bias of the channel, then the relu, written at the NCHW index; no other pass.
   EXPECT_TRUE(has(code, "constexpr long long C = 64LL, S = 900LL, N = 8LL;")) << code;
   // 64 channels, 900 positions: the 16-byte tiles (and the scalar ones for a misaligned output).
-  EXPECT_TRUE(has(code, "vo[l] = k0_conv_chain(i, (float)((float)tile[row][s + l] + (float)bias[c]));")) << code;
-  EXPECT_TRUE(has(code, "out[i] = k0_conv_chain(i, (float)((float)tile[threadIdx.x][j] + (float)bias[c]));")) << code;
+  // The chain gets the plane's first index too (its per-channel operands are read there).
+  EXPECT_TRUE(
+      has(code, "vo[l] = k0_conv_chain(i, (float)((float)tile[c - c0][s + l] + (float)bias[c]), (n * C + c) * S);"))
+      << code;
+  EXPECT_TRUE(
+      has(code, "out[i] = k0_conv_chain(i, (float)((float)tile[threadIdx.x][j] + (float)bias[c]), (n * C + c) * S);"))
+      << code;
   EXPECT_TRUE(has(code, "k0_conv_conv_from_channels_last_x4<<<dim3(8u, 2u, batches), 256")) << code;
   EXPECT_FALSE(has(code, "_epilogue<<<")) << code;
   EXPECT_FALSE(has(code, "_bias<<<")) << code;

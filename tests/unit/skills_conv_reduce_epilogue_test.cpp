@@ -82,7 +82,7 @@ TEST(ConvReduceEpilogue, SoftmaxOverChannelsAndTheChainsAroundItJoinTheChannelsL
   // 24 channels: 16-byte loads; each element gets the bias and the relu (the chain before).
   EXPECT_TRUE(has(code, "const float4 v = reinterpret_cast<const float4*>(src)[e];")) << code;
   EXPECT_TRUE(has(code, "v = v + bias[c];")) << code;
-  EXPECT_TRUE(has(code, "return k0_conv_pre((n * 24LL + c) * 1089LL + s, v);")) << code;
+  EXPECT_TRUE(has(code, "return k0_conv_pre((n * 24LL + c) * 1089LL + s, v, (n * 24LL + c) * 1089LL);")) << code;
   // Softmax: max (NaN sticks), sum of exp, then each channel's positions through the sigmoid.
   EXPECT_TRUE(has(code, "if (x > m || isnan(x)) m = x;")) << code;
   EXPECT_TRUE(has(code, "const float y = expf(tile[p * CP + c] - m) / z;")) << code;
@@ -173,7 +173,7 @@ TEST(ConvReduceEpilogue, GroupNormTakesItsStatisticsFromTheRowsAndNormalizesInTh
   EXPECT_TRUE(has(code, "m2 += m2c + delta * delta * count * (double)S / total;")) << code;
   // The transpose back (positions 1089: not a multiple of 4, so the scalar-store tiles) calls the chain
   // with the tile's sample and channel.
-  EXPECT_TRUE(has(code, "k0_conv_norm_chain(i, (float)((float)tile[row][s] + (float)bias[c]), n, c, kf_stats)"))
+  EXPECT_TRUE(has(code, "k0_conv_norm_chain(i, (float)((float)tile[c - c0][s] + (float)bias[c]), n, c, kf_stats)"))
       << code;
   kforge::testing::expect_builds_with_nvcc(p.value(), "conv-group-norm-build");
   // Instance norm: one group per channel.
