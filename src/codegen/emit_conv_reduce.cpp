@@ -85,7 +85,8 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   }
   if (!post.empty()) {
     // After a norm the chain has the conv's shape: its per-channel operands are read at the plane's start.
-    const bool norm = skills::consumer_kind(gr, r) == skills::ConsumerKind::kNorm;
+    const auto kind = skills::consumer_kind(gr, r);
+    const bool norm = kind == skills::ConsumerKind::kNorm || kind == skills::ConsumerKind::kRowNorm;
     KF_ASSIGN_OR_RETURN(post_fn, pointwise_function(ctx, post, name + "_post", r.output, norm ? g.spatial_out : 0));
     ops.add(post_fn);
     functions += post_fn.code + "\n";
@@ -198,6 +199,105 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
          << "  " << name << "_pool<<<dim3(" << (OW + 31) / 32 << "u, " << OH << "u, " << N
          << "u), 256, 0, ctx->stream>>>(ycl" << (bias.empty() ? "" : ", " + bias) << Operands::join(ops.hosts) << ", "
          << ctx.out_ptr() << ");\n"
+         << "  KF_LAUNCHED();\n";
+    back.host = host.str();
+    back.launches = 1;
+    return back;
+  }
+  if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kRowNorm) {
+    // A layer norm over the last dim (W positions, W | 128): the transpose back's tile of 32 channels x
+    // 128 positions holds 128 / W whole rows of each channel. After 16-byte loads along C, T = W / 16
+    // threads take one row (a thread every T-th position, 16 values in registers, through the bias and
+    // the chain before), mean and variance in two passes by shuffles over those T lanes (as the norm's
+    // rows kernel), normalize, weight, bias and the chain after, back into the tile; then 16-byte stores
+    // along S. One read of the conv's result and one write of the norm's, nothing in between.
+    const int64_t W = gr.type(r.inputs[0]).shape.back(), T = W / 16;
+    const double eps = r.attrs.f("eps");
+    const bool has_w = r.inputs.size() > 1 && r.inputs[1] != ir::kNoValue;
+    const bool has_b = r.inputs.size() > 2 && r.inputs[2] != ir::kNoValue;
+    os << "__global__ void __launch_bounds__(256) " << name << "_row_norm(const float* __restrict__ ycl"
+       << (bias.empty() ? "" : ", const float* __restrict__ bias") << Operands::join(ops.params)
+       << (has_w ? ", const float* __restrict__ lw" : "") << (has_b ? ", const float* __restrict__ lb" : "")
+       << ", float* __restrict__ out) {\n"
+       << "  constexpr long long C = " << C << "LL, S = " << S << "LL, N = " << N << "LL;\n"
+       << "  constexpr int W = " << W << ", T = " << T
+       << ", ROWS = 128 / W;  // row length, threads per row, rows per channel\n"
+       << "  __shared__ float tile[32][129];\n"
+       << "  const long long s0 = (long long)blockIdx.x * 128, c0 = (long long)blockIdx.y * 32;\n"
+       << "  const int np = (int)(S - s0 < 128 ? S - s0 : 128);  // whole rows: S and s0 are multiples of W\n"
+       << "  const int quad = threadIdx.x & 7, pos = threadIdx.x >> 3;  // loads: 4-channel quad, position\n"
+       << "  const int g = threadIdx.x / T, t = threadIdx.x % T;  // the thread's row and its lane in it\n"
+       << "  const int ch = g / ROWS, sb = (g % ROWS) * W + t;   // its channel in the tile, first position\n"
+       << "  const int srow = threadIdx.x >> 3, chunk = threadIdx.x & 7;  // stores: channel, 4-position chunk\n"
+       << "  for (long long n = blockIdx.z; n < N; n += gridDim.z) {\n"
+       << "    const float* yb = ycl + (n * S + s0) * C + c0;\n"
+       << "#pragma unroll\n"
+       << "    for (int k = 0; k < 4; ++k) {\n"
+       << "      const int s = pos + 32 * k;\n"
+       << "      if (s < np && c0 + 4 * quad < C) {\n"
+       << "        const float4 v = *reinterpret_cast<const float4*>(yb + s * C + 4 * quad);\n"
+       << "        tile[4 * quad][s] = v.x;\n"
+       << "        tile[4 * quad + 1][s] = v.y;\n"
+       << "        tile[4 * quad + 2][s] = v.z;\n"
+       << "        tile[4 * quad + 3][s] = v.w;\n"
+       << "      }\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "    const long long c = c0 + ch;\n"
+       << "    const bool live = c < C && sb < np;  // the same for the T lanes of a row\n"
+       << "    float v[16];\n"
+       << "    float sum = 0.0f;\n"
+       << "#pragma unroll\n"
+       << "    for (int j = 0; j < 16; ++j) {\n"
+       << "      v[j] = live ? " << name << "_elem(n, c, s0 + sb + T * j, tile[ch][sb + T * j]" << elem_args
+       << ") : 0.0f;\n"
+       << "      sum += v[j];\n"
+       << "    }\n"
+       << "#pragma unroll\n"
+       << "    for (int o = T / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);\n"
+       << "    const float mean = sum / (float)W;\n"
+       << "    float sq = 0.0f;\n"
+       << "#pragma unroll\n"
+       << "    for (int j = 0; j < 16; ++j) {\n"
+       << "      const float d = v[j] - mean;\n"
+       << "      sq += d * d;\n"
+       << "    }\n"
+       << "#pragma unroll\n"
+       << "    for (int o = T / 2; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);\n"
+       << "    const float rstd = 1.0f / sqrtf(sq / (float)W + " << float_literal(eps) << ");\n"
+       << "    if (live) {\n"
+       << "      const long long i_row = (n * C + c) * S;  // the plane's first index\n"
+       << "      (void)i_row;\n"
+       << "#pragma unroll\n"
+       << "      for (int j = 0; j < 16; ++j) {\n"
+       << "        float y = (v[j] - mean) * rstd;\n"
+       << (has_w ? "        y = y * lw[t + T * j];\n" : "") << (has_b ? "        y = y + lb[t + T * j];\n" : "")
+       << (post.empty()
+               ? ""
+               : "        y = " + name + "_post(i_row + s0 + sb + T * j, y" + with_args(post_fn) + ", i_row);\n")
+       << "        tile[ch][sb + T * j] = y;\n"
+       << "      }\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "#pragma unroll\n"
+       << "    for (int k = 0; k < 4; ++k) {\n"
+       << "      const int s = 32 * k + 4 * chunk;\n"
+       << "      if (c0 + srow < C && s < np)\n"
+       << "        __stcs(reinterpret_cast<float4*>(out + (n * C + c0 + srow) * S + s0 + s),\n"
+       << "               make_float4(tile[srow][s], tile[srow][s + 1], tile[srow][s + 2], tile[srow][s + 3]));\n"
+       << "    }\n"
+       << "    __syncthreads();\n"
+       << "  }\n"
+       << "}\n";
+    ChannelsLastBack back;
+    back.device = os.str();
+    std::ostringstream host;
+    host << "  if (reinterpret_cast<uintptr_t>(" << ctx.out_ptr() << ") % 16 != 0) return kf_fail(2, \"" << name
+         << ": the layer norm's output is not 16-byte aligned\");\n"
+         << "  " << name << "_row_norm<<<dim3(" << (S + 127) / 128 << "u, " << (C + 31) / 32
+         << "u, batches), 256, 0, ctx->stream>>>(ycl" << (bias.empty() ? "" : ", " + bias) << Operands::join(ops.hosts)
+         << (has_w ? ", " + ctx.ptr(r.inputs[1], false) : "") << (has_b ? ", " + ctx.ptr(r.inputs[2], false) : "")
+         << ", " << ctx.out_ptr() << ");\n"
          << "  KF_LAUNCHED();\n";
     back.host = host.str();
     back.launches = 1;

@@ -1,5 +1,6 @@
 // conv_reduce_epilogue: legality and the merge of a channels-last convolution kernel with what reads its
-// result (a reduction or softmax over channels, a spatial reduction, a norm, a pool), and of that kernel
+// result (a reduction or softmax over channels, a spatial reduction, a norm, a last-dim layer norm, a
+// pool), and of that kernel
 // with the elementwise chain after it.
 #include "skills/conv_reduce_epilogue.h"
 
@@ -69,7 +70,8 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
            "over the channels (dim 1) of at most " +
            std::to_string(kMaxChannelConsumerChannels) +
            " float32 channels, nor such a reduction (or a global average pool) over every spatial dim, nor an "
-           "instance or group norm, nor a 2-d pool of non-overlapping windows";
+           "instance or group norm, nor a layer norm over a last dim of 16, 32, 64 or 128, nor a 2-d pool of "
+           "non-overlapping windows";
   for (size_t i = 0; i < at; ++i) {
     const ir::Node& pn = node_at(g, c.nodes[i]);
     if (g.type(pn.output).shape != conv_out.shape) return "the consumer's prologue changes the convolution's shape";
@@ -117,6 +119,12 @@ ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n) {
     case ir::OpId::kGroupNorm: {
       const int64_t groups = n.attrs.i("num_groups");
       return groups > 0 && channels % groups == 0 && channel_quads ? ConsumerKind::kNorm : ConsumerKind::kNone;
+    }
+    case ir::OpId::kLayerNorm: {
+      const auto shape = n.attrs.ints("normalized_shape");
+      return shape.size() == 1 && shape[0] == in.shape.back() && is_row_norm_width(shape[0]) && channels % 4 == 0
+                 ? ConsumerKind::kRowNorm
+                 : ConsumerKind::kNone;
     }
     case ir::OpId::kMaxPool:
     case ir::OpId::kAvgPool: {

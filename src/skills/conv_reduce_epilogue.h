@@ -1,5 +1,6 @@
 // conv_reduce_epilogue: a softmax, log_softmax or reduction (sum, mean, amax, amin) over the channels
-// (dim 1), or a reduction over all spatial dims (a global average pool), of a channels-last
+// (dim 1), a reduction over all spatial dims (a global average pool), an instance, group or last-dim
+// layer norm, or a pool of non-overlapping windows, of a channels-last
 // convolution's result joins the convolution's kernel, and then the elementwise chain after it too. cuDNN leaves the
 // result channels-last, where each position's channels are one contiguous row: the pass back to NCHW reads those rows
 // once, reduces them and writes the consumer's output, where before the pass back wrote the whole NCHW result and the
@@ -33,7 +34,14 @@ bool is_conv_reduce_epilogue(const ir::Graph& g, const schedule::Kernel& k);
 //  - kPool: a 2-d max or average pool of non-overlapping windows (kernel = stride, no padding), with
 //    C up to kMaxChannelConsumerChannels: each window read from the rows once, the pooled tile written
 //    to NCHW through the chain after it.
-enum class ConsumerKind { kNone, kChannels, kSpatial, kNorm, kPool };
+//  - kRowNorm: a layer norm over the last dim alone, of kRowNormWidths positions, with C a multiple of 4:
+//    the transpose back's tile (32 channels x 128 positions) holds whole rows of the last dim, so it
+//    normalizes them before it stores them (no NCHW write and read between the conv and the norm).
+enum class ConsumerKind { kNone, kChannels, kSpatial, kNorm, kPool, kRowNorm };
+// The last-dim lengths kRowNorm takes: divisors of the tile's 128 positions, 16 values per thread at least.
+inline bool is_row_norm_width(int64_t w) {
+  return w == 16 || w == 32 || w == 64 || w == 128;
+}
 ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n);
 inline bool is_channel_consumer(const ir::Graph& g, const ir::Node& n) {
   return consumer_kind(g, n) != ConsumerKind::kNone;

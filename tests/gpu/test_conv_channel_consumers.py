@@ -1,6 +1,7 @@
 """GPU tests of the conv_reduce_epilogue skill (ctest label gpu, skipped without a GPU): a softmax,
 log_softmax or sum/mean/amax/amin over the channels, a reduction over every spatial dim, or an
-instance or group norm, or a 2-d pool of non-overlapping windows, of a channels-last convolution, with the chains before and after it, computed in the pass over cuDNN's channels-last result. Each problem is built
+instance, group or last-dim layer norm, or a 2-d pool of non-overlapping windows, of a channels-last
+convolution, with the chains before and after it, computed in the pass over cuDNN's channels-last result. Each problem is built
 under the cuda-agent protocol (channels-last needs its tolerance), the skill must have applied, the
 candidate is verified by `kforge evaluate` on fresh random inputs (poisoned outputs), and its ModelNew
 is run here against the problem's Model on inputs scaled to large logits and with a NaN pixel (NaN
@@ -46,6 +47,11 @@ CASES = {
                                 "return nn.functional.mish(x)", (4, 16, 35, 35)),
     "avg_pool4_sigmoid": ("nn.Conv2d(16, 24, 3)", "x = nn.functional.avg_pool2d(x, 4)", "return torch.sigmoid(x)",
                           (4, 16, 38, 38)),
+    "layer_norm_last_dim_sigmoid": ("nn.Conv2d(16, 40, 3)", "x = nn.functional.layer_norm(x * self.bias, (64,))",
+                                    "return torch.sigmoid(x)", (2, 16, 34, 66)),
+    "layer_norm_transpose_3d": ("nn.ConvTranspose3d(8, 24, 3, stride=2, padding=1, output_padding=1)",
+                                "x = nn.functional.layer_norm(x + 1.0, (32,))", "return torch.sigmoid(x) * 2.0",
+                                (2, 8, 4, 8, 16)),
     "sum_keepdim": ("nn.Conv2d(16, 40, 3)", "", "return torch.sum(x - 0.5, dim=1, keepdim=True)", (4, 16, 35, 35)),
 }
 

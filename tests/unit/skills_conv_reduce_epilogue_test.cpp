@@ -209,6 +209,63 @@ TEST(ConvReduceEpilogue, MaxPoolOfNonOverlappingWindowsReadsEachWindowFromTheRow
   EXPECT_EQ(count_applied(planned(ov, 1e-2), "conv_reduce_epilogue"), 0);
 }
 
+// x [2, 8, 34, W + 2] -> conv (w [24, 8, 3, 3], bias) -> [2, 24, 32, W] -> relu -> layer_norm over
+// `shape` (weight and bias) -> sigmoid -> y.
+std::string layer_norm_graph(int w, const std::string& shape, const std::string& param_shape) {
+  const std::string full = "[2, 24, 32, " + std::to_string(w) + "]";
+  return R"({"format": "kforge.graph/1", "name": "ln",
+    "inputs": [{"id": "x", "name": "x", "shape": [2, 8, 34, )" +
+         std::to_string(w + 2) + R"(], "dtype": "float32"}],
+    "params": [{"id": "w", "path": "conv.weight", "kind": "parameter", "shape": [24, 8, 3, 3], "dtype": "float32"},
+               {"id": "b", "path": "conv.bias", "kind": "parameter", "shape": [24], "dtype": "float32"},
+               {"id": "lw", "path": "norm.weight", "kind": "parameter", "shape": )" +
+         param_shape + R"(, "dtype": "float32"},
+               {"id": "lb", "path": "norm.bias", "kind": "parameter", "shape": )" +
+         param_shape + R"(, "dtype": "float32"}],
+    "nodes": [
+      {"id": "c", "op": "conv", "inputs": ["x", "w", "b"],
+       "attrs": {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 1}, "shape": )" +
+         full + R"(, "dtype": "float32"},
+      {"id": "r", "op": "relu", "inputs": ["c"], "attrs": {}, "shape": )" +
+         full + R"(, "dtype": "float32"},
+      {"id": "t", "op": "layer_norm", "inputs": ["r", "lw", "lb"], "attrs": {"normalized_shape": )" +
+         shape + R"(, "eps": 1e-5}, "shape": )" + full + R"(, "dtype": "float32"},
+      {"id": "y", "op": "sigmoid", "inputs": ["t"], "attrs": {}, "shape": )" +
+         full + R"(, "dtype": "float32"}],
+    "outputs": ["y"]})";
+}
+
+TEST(ConvReduceEpilogue, LayerNormOverTheLastDimNormalizesWholeRowsInTheTransposeTile) {
+  // W = 64: the tile's 128 positions hold two rows of each of its 32 channels; 4 threads per row.
+  ir::Graph g = graph_from_text(layer_norm_graph(64, "[64]", "[64]"));
+  ASSERT_EQ(consumer_kind(g, g.nodes()[2]), ConsumerKind::kRowNorm);
+  schedule::Schedule s = planned(g, 1e-2);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_TRUE(is_conv_reduce_epilogue(g, s.kernels[0]));
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_FALSE(has(code, "_from_channels_last")) << code;
+  EXPECT_TRUE(has(code, "constexpr int W = 64, T = 4, ROWS = 128 / W;")) << code;
+  // The relu before the norm, on each value as it leaves the tile; weight and bias by position in the
+  // row; the sigmoid after, with the plane's first index.
+  EXPECT_TRUE(has(code, "v[j] = live ? k0_conv_elem(n, c, s0 + sb + T * j, tile[ch][sb + T * j], bias) : 0.0f;"))
+      << code;
+  EXPECT_TRUE(has(code, "for (int o = T / 2; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);")) << code;
+  EXPECT_TRUE(has(code, "const float rstd = 1.0f / sqrtf(sq / (float)W + (9.99999975e-06f));")) << code;
+  EXPECT_TRUE(has(code, "y = y * lw[t + T * j];")) << code;
+  EXPECT_TRUE(has(code, "y = y + lb[t + T * j];")) << code;
+  EXPECT_TRUE(has(code, "y = k0_conv_post(i_row + s0 + sb + T * j, y, i_row);")) << code;
+  EXPECT_TRUE(has(code, "k0_conv_row_norm<<<dim3(16u, 1u, batches), 256, 0, ctx->stream>>>(ycl, ")) << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-row-layer-norm-build");
+  // Rows the tile cannot hold whole (W = 48), or a norm over two dims, are not this kernel's.
+  ir::Graph odd = graph_from_text(layer_norm_graph(48, "[48]", "[48]"));
+  EXPECT_EQ(consumer_kind(odd, odd.nodes()[2]), ConsumerKind::kNone);
+  EXPECT_EQ(count_applied(planned(odd, 1e-2), "conv_reduce_epilogue"), 0);
+  ir::Graph two = graph_from_text(layer_norm_graph(64, "[32, 64]", "[32, 64]"));
+  EXPECT_EQ(consumer_kind(two, two.nodes()[2]), ConsumerKind::kNone);
+}
+
 TEST(ConvReduceEpilogue, NotWhereTheResultIsNeededElsewhereOrTheConsumerIsNotOverChannels) {
   // kernelbench's 1e-4: no channels-last conv, so no site; the softmax keeps its own kernel.
   ir::Graph g = graph_from_text(graph(24, "softmax", R"({"dim": 1})", "[4, 24, 33, 33]"));
