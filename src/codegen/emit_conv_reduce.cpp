@@ -151,43 +151,57 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     return h.str();
   };
   if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kPool) {
-    // A 2-d pool of non-overlapping windows: a block takes 32 outputs of one output row of one sample,
-    // all channels; threads over channels (coalesced reads of each position's row) reduce each window
-    // into a shared tile [32][C | 1], then warps write 32 consecutive outputs of a channel.
+    // A 2-d or 3-d pool of non-overlapping windows: a block takes 32 outputs of one output row of one
+    // sample, all channels; threads over channels (coalesced reads of each position's row) reduce each
+    // window into a shared tile [32][C | 1], then warps write 32 consecutive outputs of a channel.
     const bool avg = r.op == ir::OpId::kAvgPool;
     const auto ks = r.attrs.ints("kernel_size");
     const ir::Shape& in_shape = gr.type(r.inputs[0]).shape;
     const ir::Shape& out_shape = gr.type(r.output).shape;
-    const int64_t W = in_shape[3], OH = out_shape[2], OW = out_shape[3];
+    const bool three = ks.size() == 3;
+    const size_t h = in_shape.size() - 2, w = in_shape.size() - 1;  // the last two dims
+    const int64_t H = in_shape[h], W = in_shape[w], OD = three ? out_shape[2] : 1, OH = out_shape[h], OW = out_shape[w];
+    const int64_t KD = three ? ks[0] : 1, KH = ks[ks.size() - 2], KW = ks.back();
     os << "__global__ void __launch_bounds__(256) " << name << "_pool(const float* __restrict__ ycl"
        << (bias.empty() ? "" : ", const float* __restrict__ bias") << Operands::join(ops.params)
        << ", float* __restrict__ out) {\n"
        << "  constexpr long long C = " << C << "LL, S = " << S << "LL, W = " << W << "LL, OH = " << OH
-       << "LL, OW = " << OW << "LL;\n"
-       << "  constexpr int KH = " << ks[0] << ", KW = " << ks[1] << ", P = 32, CP = " << CP << ";\n"
+       << "LL, OW = " << OW << "LL"
+       << (three ? ", H = " + std::to_string(H) + "LL, OD = " + std::to_string(OD) + "LL" : "") << ";\n"
+       << "  constexpr int " << (three ? "KD = " + std::to_string(KD) + ", " : "") << "KH = " << KH << ", KW = " << KW
+       << ", P = 32, CP = " << CP << ";\n"
        << "  __shared__ float tile[P * CP];\n"
-       << "  const long long ow0 = (long long)blockIdx.x * P, oh = blockIdx.y, n = blockIdx.z;\n"
+       << "  const long long ow0 = (long long)blockIdx.x * P, "
+       << (three ? "row = blockIdx.y, od = row / OH, oh = row % OH" : "oh = blockIdx.y") << ", n = blockIdx.z;\n"
        << "  for (int e = threadIdx.x; e < P * (int)C; e += 256) {\n"
        << "    const int q = e / (int)C, c = e - q * (int)C;\n"
        << "    const long long ow = ow0 + q;\n"
        << "    if (ow >= OW) continue;\n"
-       << "    float m = " << (avg ? "0.0f" : "-INFINITY") << ";\n"
-       << "#pragma unroll\n"
-       << "    for (int dy = 0; dy < KH; ++dy) {\n"
-       << "#pragma unroll\n"
-       << "      for (int dx = 0; dx < KW; ++dx) {\n"
-       << "        const long long s = (oh * KH + dy) * W + ow * KW + dx;\n"
-       << "        const float x = " << name << "_elem(n, c, s, ycl[(n * S + s) * C + c]" << elem_args << ");\n"
-       << "        " << (avg ? "m += x;" : nan_max) << "\n"
-       << "      }\n"
-       << "    }\n"
-       << "    tile[q * CP + c] = " << (avg ? "m / " + float_literal(static_cast<double>(ks[0] * ks[1])) : "m") << ";\n"
+       << "    float m = " << (avg ? "0.0f" : "-INFINITY") << ";\n";
+    std::string ind = "    ";
+    if (three) {
+      os << ind << "#pragma unroll\n" << ind << "for (int dz = 0; dz < KD; ++dz) {\n";
+      ind += "  ";
+    }
+    os << ind << "#pragma unroll\n"
+       << ind << "for (int dy = 0; dy < KH; ++dy) {\n"
+       << ind << "#pragma unroll\n"
+       << ind << "  for (int dx = 0; dx < KW; ++dx) {\n"
+       << ind << "    const long long s = "
+       << (three ? "((od * KD + dz) * H + oh * KH + dy) * W + ow * KW + dx" : "(oh * KH + dy) * W + ow * KW + dx")
+       << ";\n"
+       << ind << "    const float x = " << name << "_elem(n, c, s, ycl[(n * S + s) * C + c]" << elem_args << ");\n"
+       << ind << "    " << (avg ? "m += x;" : nan_max) << "\n"
+       << ind << "  }\n"
+       << ind << "}\n";
+    if (three) os << "    }\n";
+    os << "    tile[q * CP + c] = " << (avg ? "m / " + float_literal(static_cast<double>(KD * KH * KW)) : "m") << ";\n"
        << "  }\n"
        << "  __syncthreads();\n"
        << "  for (int e = threadIdx.x; e < P * (int)C; e += 256) {\n"
        << "    const int c = e / P, q = e % P;\n"
        << "    if (ow0 + q >= OW) continue;\n"
-       << "    const long long o = ((n * C + c) * OH + oh) * OW + ow0 + q;\n"
+       << "    const long long o = ((n * C + c) * " << (three ? "OD * OH + row" : "OH + oh") << ") * OW + ow0 + q;\n"
        << "    const float y = tile[q * CP + c];\n"
        << "    __stcs(out + o, " << post_at("o", "y") << ");\n"
        << "  }\n"
@@ -196,7 +210,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     back.device = os.str();
     std::ostringstream host;
     host << "  (void)batches;\n"
-         << "  " << name << "_pool<<<dim3(" << (OW + 31) / 32 << "u, " << OH << "u, " << N
+         << "  " << name << "_pool<<<dim3(" << (OW + 31) / 32 << "u, " << OD * OH << "u, " << N
          << "u), 256, 0, ctx->stream>>>(ycl" << (bias.empty() ? "" : ", " + bias) << Operands::join(ops.hosts) << ", "
          << ctx.out_ptr() << ");\n"
          << "  KF_LAUNCHED();\n";
@@ -304,13 +318,16 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     return back;
   }
   if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kNorm) {
-    // Instance or group norm. Statistics from the rows: a block takes a chunk of one sample's positions,
-    // threads 4 channels each, sums of x - k and (x - k)^2 with k the channel's value at position 0
-    // (no cancellation from a large mean); a merge per (sample, group) turns each channel's sums into
-    // (mean, M2) and combines the group's channels in double (Chan et al.), then (mean, rstd). The
-    // transpose back to NCHW computes (x - mean) * rstd * weight + bias and the chains on each value.
-    const bool group = r.op == ir::OpId::kGroupNorm;
+    // Instance, group or batch norm (batch statistics). Statistics from the rows: a block takes a chunk
+    // of one sample's positions, threads 4 channels each, sums of x - k and (x - k)^2 with k the
+    // channel's value at position 0 of the sample (no cancellation from a large mean); a merge per
+    // (sample, group) -- per channel for a batch norm -- turns each (sample, channel)'s sums into
+    // (mean, M2) and combines the group's channels, or the channel's samples, in double (Chan et al.),
+    // then (mean, rstd). The transpose back to NCHW computes (x - mean) * rstd * weight + bias and the
+    // chains on each value.
+    const bool group = r.op == ir::OpId::kGroupNorm, batch = r.op == ir::OpId::kBatchNorm;
     const int64_t G = group ? r.attrs.i("num_groups") : C, per = C / G;
+    const int64_t stat_count = batch ? C : N * G;  // (mean, rstd) pairs
     const double eps = r.attrs.f("eps");
     const bool has_w = r.inputs.size() > 1 && r.inputs[1] != ir::kNoValue;
     const bool has_b = r.inputs.size() > 2 && r.inputs[2] != ir::kNoValue;
@@ -357,11 +374,17 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
        << "  constexpr long long C = " << C << "LL, S = " << S << "LL, N = " << N << "LL, G = " << G
        << "LL, PER = " << per << "LL;\n"
        << "  constexpr int CHUNKS = " << chunks << ";\n"
-       << "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // (sample, group)\n"
-       << "  if (t >= N * G) return;\n"
-       << "  const long long n = t / G, g = t % G;\n"
-       << "  double count = 0.0, mean = 0.0, m2 = 0.0;\n"
-       << "  for (long long c = g * PER; c < (g + 1) * PER; ++c) {\n"
+       << (batch ? "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // the channel\n"
+                   "  if (t >= C) return;\n"
+                   "  (void)G; (void)PER;\n"
+                   "  const long long c = t;\n"
+                   "  double count = 0.0, mean = 0.0, m2 = 0.0;\n"
+                   "  for (long long n = 0; n < N; ++n) {\n"
+                 : "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // (sample, group)\n"
+                   "  if (t >= N * G) return;\n"
+                   "  const long long n = t / G, g = t % G;\n"
+                   "  double count = 0.0, mean = 0.0, m2 = 0.0;\n"
+                   "  for (long long c = g * PER; c < (g + 1) * PER; ++c) {\n")
        << "    double s1 = 0.0, s2 = 0.0;\n"
        << "    for (int k = 0; k < CHUNKS; ++k) {\n"
        << "      s1 += (double)p1[(n * CHUNKS + k) * C + c];\n"
@@ -399,7 +422,9 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
        << "  const long long i_row = (n * " << C << "LL + c) * " << S << "LL;  // the plane's first index\n"
        << "  (void)i_row;\n"
        << (pre.empty() ? "" : "  v = " + name + "_pre(i, v" + with_args(pre_fn) + ", i_row);\n")
-       << "  const float2 st = kf_stats[n * " << G << "LL + c / " << per << "LL];\n"
+       << (batch
+               ? "  const float2 st = kf_stats[c];\n"
+               : "  const float2 st = kf_stats[n * " + std::to_string(G) + "LL + c / " + std::to_string(per) + "LL];\n")
        << "  float y = (v - st.x) * st.y;\n"
        << (has_w ? "  y = y * nw[c];\n" : "") << (has_b ? "  y = y + nb[c];\n" : "")
        << (post.empty() ? "  (void)i;\n  return y;\n"
@@ -417,7 +442,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     back.transpose_with = epi;
     const size_t part_bytes = static_cast<size_t>(N * chunks * C) * sizeof(float);
     const size_t stats_offset = (2 * part_bytes + 255) / 256 * 256;
-    const size_t need = stats_offset + static_cast<size_t>(N * G) * 8;
+    const size_t need = stats_offset + static_cast<size_t>(stat_count) * 8;
     std::ostringstream host;
     host << "  // The statistics' partials and (mean, rstd) go where cuDNN's workspace was (the conv is done).\n"
          << "  if (conv_ctx.workspace_bytes < " << need << "ULL) return kf_fail(2, \"" << name
@@ -430,7 +455,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
          << (bias.empty() ? "" : ", " + bias) << (pre_fn.host_args.empty() ? "" : ", " + pre_fn.host_args)
          << ", reinterpret_cast<float4*>(p1), reinterpret_cast<float4*>(p2));\n"
          << "  KF_LAUNCHED();\n"
-         << "  " << name << "_norm_merge<<<" << (N * G + 255) / 256 << "u, 256, 0, ctx->stream>>>(p1, p2, ycl"
+         << "  " << name << "_norm_merge<<<" << (stat_count + 255) / 256 << "u, 256, 0, ctx->stream>>>(p1, p2, ycl"
          << (bias.empty() ? "" : ", " + bias) << (pre_fn.host_args.empty() ? "" : ", " + pre_fn.host_args)
          << ", const_cast<float2*>(kf_stats));\n"
          << "  KF_LAUNCHED();\n";

@@ -70,7 +70,8 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
            "over the channels (dim 1) of at most " +
            std::to_string(kMaxChannelConsumerChannels) +
            " float32 channels, nor such a reduction (or a global average pool) over every spatial dim, nor an "
-           "instance or group norm, nor a layer norm over a last dim of 16, 32, 64 or 128, nor a 2-d pool of "
+           "instance, group or batch norm (batch statistics), nor a layer norm over a last dim of 16, 32, 64 or 128, "
+           "nor a 2-d or 3-d pool of "
            "non-overlapping windows";
   for (size_t i = 0; i < at; ++i) {
     const ir::Node& pn = node_at(g, c.nodes[i]);
@@ -114,6 +115,8 @@ ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n) {
       for (int64_t d = 2; d < rank; ++d) spatial.push_back(d);
       return *dims == spatial && channel_quads ? ConsumerKind::kSpatial : ConsumerKind::kNone;
     }
+    case ir::OpId::kBatchNorm:
+      return n.attrs.b("training") && channel_quads ? ConsumerKind::kNorm : ConsumerKind::kNone;
     case ir::OpId::kInstanceNorm:
       return n.attrs.b("use_input_stats") && channel_quads ? ConsumerKind::kNorm : ConsumerKind::kNone;
     case ir::OpId::kGroupNorm: {
@@ -128,13 +131,17 @@ ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n) {
     }
     case ir::OpId::kMaxPool:
     case ir::OpId::kAvgPool: {
-      // Non-overlapping 2-d windows (kernel = stride, no padding, dilation 1, floor mode).
-      if (rank != 4 || !channel_tile) return ConsumerKind::kNone;
+      // Non-overlapping 2-d or 3-d windows (kernel = stride, no padding, dilation 1, floor mode).
+      if ((rank != 4 && rank != 5) || !channel_tile) return ConsumerKind::kNone;
       const auto k = n.attrs.ints("kernel_size"), st = n.attrs.ints("stride"), pad = n.attrs.ints("padding");
-      bool plain = k.size() == 2 && st == k && pad == std::vector<int64_t>{0, 0} && !n.attrs.b("ceil_mode");
-      if (n.op == ir::OpId::kMaxPool) plain = plain && n.attrs.ints("dilation") == std::vector<int64_t>{1, 1};
+      const size_t sp = static_cast<size_t>(rank - 2);
+      bool plain = k.size() == sp && st == k && pad == std::vector<int64_t>(sp, 0) && !n.attrs.b("ceil_mode");
+      if (n.op == ir::OpId::kMaxPool) plain = plain && n.attrs.ints("dilation") == std::vector<int64_t>(sp, 1);
       if (n.op == ir::OpId::kAvgPool) plain = plain && n.attrs.is_null("divisor_override");
-      return plain && in.shape[0] <= 65535 && in.shape[2] / k[0] <= 65535 ? ConsumerKind::kPool : ConsumerKind::kNone;
+      if (!plain) return ConsumerKind::kNone;
+      int64_t rows = 1;  // output rows: blocks along grid y
+      for (size_t d = 0; d + 1 < sp; ++d) rows *= in.shape[2 + d] / k[d];
+      return in.shape[0] <= 65535 && rows <= 65535 ? ConsumerKind::kPool : ConsumerKind::kNone;
     }
     case ir::OpId::kAdaptiveAvgPool: {
       const auto size = n.attrs.ints("output_size");

@@ -1,6 +1,6 @@
 // conv_reduce_epilogue: a softmax, log_softmax or reduction (sum, mean, amax, amin) over the channels
-// (dim 1), a reduction over all spatial dims (a global average pool), an instance, group or last-dim
-// layer norm, or a pool of non-overlapping windows, of a channels-last
+// (dim 1), a reduction over all spatial dims (a global average pool), an instance, group, batch or
+// last-dim layer norm, or a pool of non-overlapping windows, of a channels-last
 // convolution's result joins the convolution's kernel, and then the elementwise chain after it too. cuDNN leaves the
 // result channels-last, where each position's channels are one contiguous row: the pass back to NCHW reads those rows
 // once, reduces them and writes the consumer's output, where before the pass back wrote the whole NCHW result and the
@@ -28,10 +28,10 @@ bool is_conv_reduce_epilogue(const ir::Graph& g, const schedule::Kernel& k);
 //  - kSpatial: sum / mean / amax / amin over every spatial dim (and no other), or an adaptive average
 //    pool to size 1, with C a multiple of 4 up to 1024 (threads take 4 channels each) and N <= 65535
 //    (a grid dim).
-//  - kNorm: instance norm with batch statistics, or group norm, under the same conditions as kSpatial:
+//  - kNorm: instance or batch norm with batch statistics, or group norm, under the same conditions as kSpatial:
 //    the statistics come from the rows like a spatial reduction, then the transpose back to NCHW
 //    normalizes each value (and computes the chains around the norm) on its way.
-//  - kPool: a 2-d max or average pool of non-overlapping windows (kernel = stride, no padding), with
+//  - kPool: a 2-d or 3-d max or average pool of non-overlapping windows (kernel = stride, no padding), with
 //    C up to kMaxChannelConsumerChannels: each window read from the rows once, the pooled tile written
 //    to NCHW through the chain after it.
 //  - kRowNorm: a layer norm over the last dim alone, of kRowNormWidths positions, with C a multiple of 4:

@@ -1,6 +1,6 @@
 """GPU tests of the conv_reduce_epilogue skill (ctest label gpu, skipped without a GPU): a softmax,
 log_softmax or sum/mean/amax/amin over the channels, a reduction over every spatial dim, or an
-instance, group or last-dim layer norm, or a 2-d pool of non-overlapping windows, of a channels-last
+instance, group, batch or last-dim layer norm, or a 2-d or 3-d pool of non-overlapping windows, of a channels-last
 convolution, with the chains before and after it, computed in the pass over cuDNN's channels-last result. Each problem is built
 under the cuda-agent protocol (channels-last needs its tolerance), the skill must have applied, the
 candidate is verified by `kforge evaluate` on fresh random inputs (poisoned outputs), and its ModelNew
@@ -52,6 +52,14 @@ CASES = {
     "layer_norm_transpose_3d": ("nn.ConvTranspose3d(8, 24, 3, stride=2, padding=1, output_padding=1)",
                                 "x = nn.functional.layer_norm(x + 1.0, (32,))", "return torch.sigmoid(x) * 2.0",
                                 (2, 8, 4, 8, 16)),
+    "batch_norm_scale": ("nn.Conv2d(16, 64, 3)", "x = nn.functional.batch_norm(x, None, None, training=True)",
+                         "return x * self.bias", (4, 16, 35, 35)),
+    "transpose_batch_norm_3d": ("nn.ConvTranspose3d(8, 16, 3, stride=2)", "x = nn.functional.batch_norm(x, None, None, "
+                                "training=True)", "return x - 0.25", (2, 8, 5, 6, 7)),
+    "transpose_max_pool_3d_sigmoid": ("nn.ConvTranspose3d(3, 16, 3, stride=2, padding=1, output_padding=1)",
+                                      "x = nn.functional.max_pool3d(x, 2)", "return torch.sigmoid(x)", (2, 3, 5, 6, 7)),
+    "avg_pool_3d_odd": ("nn.Conv3d(16, 24, 3)", "x = nn.functional.avg_pool3d(x, 2)", "return x * 2.0",
+                        (2, 16, 12, 12, 13)),
     "sum_keepdim": ("nn.Conv2d(16, 40, 3)", "", "return torch.sum(x - 0.5, dim=1, keepdim=True)", (4, 16, 35, 35)),
 }
 
@@ -110,7 +118,9 @@ def test_channel_consumer_in_the_conv_pass_matches_torch(tmp_path, name):
     schedule = json.loads((out / "schedule.json").read_text())
     assert any(a.startswith("conv_reduce_epilogue:") for a in schedule["applied"]), schedule["applied"]
     kernels = "".join(p.read_text() for p in (out / "kernels").glob("k*.cu"))
-    if "norm" in name:  # statistics from the rows, then the transpose back normalizes
+    if "layer_norm" in name:  # whole rows of the last dim normalized in the transpose tile
+        assert "_row_norm<<<" in kernels and "_from_channels_last" not in kernels
+    elif "norm" in name:  # statistics from the rows, then the transpose back normalizes
         assert "_norm_stats<<<" in kernels and "_norm_chain(i, " in kernels
     else:
         assert any(k in kernels for k in ("_channels<<<", "_spatial<<<", "_pool<<<"))

@@ -209,6 +209,27 @@ TEST(ConvReduceEpilogue, MaxPoolOfNonOverlappingWindowsReadsEachWindowFromTheRow
   EXPECT_EQ(count_applied(planned(ov, 1e-2), "conv_reduce_epilogue"), 0);
 }
 
+TEST(ConvReduceEpilogue, BatchNormMergesEachChannelsStatisticsOverTheSamples) {
+  // Batch statistics per channel: the merge takes one thread per channel over the samples' partials.
+  ir::Graph g = graph_from_text(
+      graph(24, "batch_norm", R"({"training": true, "eps": 1e-5, "momentum": 0.1})", "[4, 24, 33, 33]"));
+  ASSERT_EQ(consumer_kind(g, g.nodes()[2]), ConsumerKind::kNorm);
+  schedule::Schedule s = planned(g, 1e-2);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_TRUE(is_conv_reduce_epilogue(g, s.kernels[0]));
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_TRUE(has(code, "const long long c = t;")) << code;
+  EXPECT_TRUE(has(code, "for (long long n = 0; n < N; ++n) {")) << code;
+  EXPECT_TRUE(has(code, "const float2 st = kf_stats[c];")) << code;
+  EXPECT_TRUE(has(code, "k0_conv_norm_merge<<<1u, 256, 0, ctx->stream>>>(p1, p2, ycl, ")) << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-batch-norm-build");
+  // With running statistics (eval mode) the norm is pointwise: the conv's epilogue, not this kernel.
+  ir::Graph eval = graph_from_text(graph(24, "batch_norm", R"({"training": false, "eps": 1e-5})", "[4, 24, 33, 33]"));
+  EXPECT_EQ(consumer_kind(eval, eval.nodes()[2]), ConsumerKind::kNone);
+}
+
 // x [2, 8, 34, W + 2] -> conv (w [24, 8, 3, 3], bias) -> [2, 24, 32, W] -> relu -> layer_norm over
 // `shape` (weight and bias) -> sigmoid -> y.
 std::string layer_norm_graph(int w, const std::string& shape, const std::string& param_shape) {
@@ -264,6 +285,37 @@ TEST(ConvReduceEpilogue, LayerNormOverTheLastDimNormalizesWholeRowsInTheTranspos
   EXPECT_EQ(count_applied(planned(odd, 1e-2), "conv_reduce_epilogue"), 0);
   ir::Graph two = graph_from_text(layer_norm_graph(64, "[32, 64]", "[32, 64]"));
   EXPECT_EQ(consumer_kind(two, two.nodes()[2]), ConsumerKind::kNone);
+}
+
+TEST(ConvReduceEpilogue, ThreeDimPoolWalksDepthRowsAndColumnsOfEachWindow) {
+  // conv3d [2, 16, 12, 12, 13] -> [2, 24, 10, 10, 11] -> avg_pool3d 2 -> [2, 24, 5, 5, 5] (the last column
+  // dropped) -> sigmoid.
+  ir::Graph g = graph_from_text(R"({"format": "kforge.graph/1", "name": "p3",
+    "inputs": [{"id": "x", "name": "x", "shape": [2, 16, 12, 12, 13], "dtype": "float32"}],
+    "params": [{"id": "w", "path": "conv.weight", "kind": "parameter", "shape": [24, 16, 3, 3, 3], "dtype": "float32"},
+               {"id": "b", "path": "conv.bias", "kind": "parameter", "shape": [24], "dtype": "float32"}],
+    "nodes": [
+      {"id": "c", "op": "conv", "inputs": ["x", "w", "b"],
+       "attrs": {"stride": [1, 1, 1], "padding": [0, 0, 0], "dilation": [1, 1, 1], "groups": 1},
+       "shape": [2, 24, 10, 10, 11], "dtype": "float32"},
+      {"id": "t", "op": "avg_pool", "inputs": ["c"],
+       "attrs": {"kernel_size": [2, 2, 2], "stride": [2, 2, 2], "padding": [0, 0, 0]},
+       "shape": [2, 24, 5, 5, 5], "dtype": "float32"},
+      {"id": "y", "op": "sigmoid", "inputs": ["t"], "attrs": {}, "shape": [2, 24, 5, 5, 5], "dtype": "float32"}],
+    "outputs": ["y"]})");
+  ASSERT_EQ(consumer_kind(g, g.nodes()[1]), ConsumerKind::kPool);
+  schedule::Schedule s = planned(g, 1e-2);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_TRUE(is_conv_reduce_epilogue(g, s.kernels[0]));
+  auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_TRUE(has(code, "constexpr int KD = 2, KH = 2, KW = 2, P = 32, CP = 25;")) << code;
+  EXPECT_TRUE(has(code, "const long long s = ((od * KD + dz) * H + oh * KH + dy) * W + ow * KW + dx;")) << code;
+  EXPECT_TRUE(has(code, "tile[q * CP + c] = m / (8.0f);")) << code;
+  EXPECT_TRUE(has(code, "const long long o = ((n * C + c) * OD * OH + row) * OW + ow0 + q;")) << code;
+  EXPECT_TRUE(has(code, "k0_conv_pool<<<dim3(1u, 25u, 2u), 256, 0, ctx->stream>>>(ycl, ")) << code;
+  kforge::testing::expect_builds_with_nvcc(p.value(), "conv-avg-pool-3d-build");
 }
 
 TEST(ConvReduceEpilogue, NotWhereTheResultIsNeededElsewhereOrTheConsumerIsNotOverChannels) {
