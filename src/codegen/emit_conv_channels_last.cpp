@@ -213,6 +213,9 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
   // Positions not a multiple of 4 (rows of the NCHW output not 16-byte aligned): the same 16-byte loads,
   // then each warp writes one channel's 32 consecutive positions with scalar stores (128 contiguous
   // bytes per store instruction); the 32x32 scalar tiles ran level2/5's 513 x 513 planes at 2 TB/s.
+  // Each value is computed under its bounds check: the 16-byte form's order (a row's values first, at
+  // clamped positions, then the stores) ran this kernel in 1.57 ms on level2/5 against ~1.27 for this
+  // one (bench/NOTES.md run 13), though bench/micro/pass_back_chain.cu timed it faster; not explained.
   if (vec_loads && !vector) {
     os << "// The result back to NCHW: 16-byte loads along C, coalesced scalar stores along S" << what << ".\n"
        << "__global__ void __launch_bounds__(256) " << name << "_from_channels_last_x4s" << params << " {\n"
@@ -225,21 +228,14 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
        << kLoadTileFromChannelsLast << "#pragma unroll\n"
        << "    for (int j = 0; j < 4; ++j) {\n"
        << "      const int row = warp + 8 * j;\n"
-       << "      // The row's values first, then its stores, the values computed unguarded at positions clamped\n"
-       << "      // into the tile (a duplicate where out of range, not stored): loads shared by the row stay one.\n"
-       << "      float o[4];\n"
-       << "#pragma unroll\n"
-       << "      for (int k = 0; k < 4; ++k) {\n"
-       << "        const int s = (int)min((long long)(lane + 32 * k), S - 1 - s0);\n"
-       << "        const long long c = min(c0 + row, C - 1);\n"
-       << "        const long long i = (n * C + c) * S + s0 + s;\n"
-       << "        (void)i;\n"
-       << "        o[k] = " << value_at("tile[c - c0][s]") << ";\n"
-       << "      }\n"
+       << "      const long long c = c0 + row;\n"
        << "#pragma unroll\n"
        << "      for (int k = 0; k < 4; ++k) {\n"
        << "        const int s = lane + 32 * k;\n"
-       << "        if (c0 + row < C && s0 + s < S) __stcs(out + (n * C + c0 + row) * S + s0 + s, o[k]);\n"
+       << "        if (c < C && s0 + s < S) {\n"
+       << "          const long long i = (n * C + c) * S + s0 + s;\n"
+       << "          __stcs(out + i, " << value_at("tile[row][s]") << ");\n"
+       << "        }\n"
        << "      }\n"
        << "    }\n"
        << "    __syncthreads();\n"

@@ -220,28 +220,54 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   }
   if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kRowNorm) {
     // A layer norm over the last dim (W positions, W | 128): the transpose back's tile of 32 channels x
-    // 128 positions holds 128 / W whole rows of each channel. After 16-byte loads along C, T = W / 16
-    // threads take one row (a thread every T-th position, 16 values in registers, through the bias and
-    // the chain before), mean and variance in two passes by shuffles over those T lanes (as the norm's
-    // rows kernel), normalize, weight, bias and the chain after, back into the tile; then 16-byte stores
-    // along S. One read of the conv's result and one write of the norm's, nothing in between.
-    const int64_t W = gr.type(r.inputs[0]).shape.back(), T = W / 16;
+    // 128 positions holds 128 / W whole rows of each channel. After 16-byte loads along C, each warp
+    // takes 4 of the tile's channels, lane l the positions l + 32 m (m < 4: consecutive banks, no
+    // conflicts), through the bias and the chain before; a row's sums by shuffles over its min(W, 32)
+    // lanes, then over its W / 32 values of m; mean, then the variance of (x - mean) (two passes, as the
+    // norm's rows kernel); normalize, weight, bias and the chain after, back into the tile; then 16-byte
+    // stores along S. One read of the conv's result and one write of the norm's, nothing in between.
+    const int64_t W = gr.type(r.inputs[0]).shape.back();
     const double eps = r.attrs.f("eps");
     const bool has_w = r.inputs.size() > 1 && r.inputs[1] != ir::kNoValue;
     const bool has_b = r.inputs.size() > 2 && r.inputs[2] != ir::kNoValue;
+    // The sum over each row of the four values v[0..3] a lane holds, into m[0..3] (every lane of the row
+    // gets its row's total).
+    auto row_sums = [&](const std::string& v, const std::string& m) {
+      std::ostringstream b;
+      b << "      float " << m << "[4];\n"
+        << "#pragma unroll\n"
+        << "      for (int k = 0; k < 4; ++k) {\n"
+        << "        " << m << "[k] = " << v << ";\n"
+        << "#pragma unroll\n"
+        << "        for (int o = SEG / 2; o > 0; o >>= 1) " << m << "[k] += __shfl_xor_sync(0xffffffffu, " << m
+        << "[k], o);\n"
+        << "      }\n";
+      if (W > 32) {
+        b << "      {  // rows longer than a warp: the totals of their W / 32 consecutive m\n"
+          << "        float t[4];\n"
+          << "#pragma unroll\n"
+          << "        for (int k = 0; k < 4; ++k) {\n"
+          << "          t[k] = 0.0f;\n"
+          << "#pragma unroll\n"
+          << "          for (int u = 0; u < W / 32; ++u) t[k] += " << m << "[k / (W / 32) * (W / 32) + u];\n"
+          << "        }\n"
+          << "#pragma unroll\n"
+          << "        for (int k = 0; k < 4; ++k) " << m << "[k] = t[k];\n"
+          << "      }\n";
+      }
+      return b.str();
+    };
     os << "__global__ void __launch_bounds__(256) " << name << "_row_norm(const float* __restrict__ ycl"
        << (bias.empty() ? "" : ", const float* __restrict__ bias") << Operands::join(ops.params)
        << (has_w ? ", const float* __restrict__ lw" : "") << (has_b ? ", const float* __restrict__ lb" : "")
        << ", float* __restrict__ out) {\n"
        << "  constexpr long long C = " << C << "LL, S = " << S << "LL, N = " << N << "LL;\n"
-       << "  constexpr int W = " << W << ", T = " << T
-       << ", ROWS = 128 / W;  // row length, threads per row, rows per channel\n"
+       << "  constexpr int W = " << W << ", SEG = W < 32 ? W : 32;  // the row's length, its lanes in one m\n"
        << "  __shared__ float tile[32][129];\n"
        << "  const long long s0 = (long long)blockIdx.x * 128, c0 = (long long)blockIdx.y * 32;\n"
        << "  const int np = (int)(S - s0 < 128 ? S - s0 : 128);  // whole rows: S and s0 are multiples of W\n"
        << "  const int quad = threadIdx.x & 7, pos = threadIdx.x >> 3;  // loads: 4-channel quad, position\n"
-       << "  const int g = threadIdx.x / T, t = threadIdx.x % T;  // the thread's row and its lane in it\n"
-       << "  const int ch = g / ROWS, sb = (g % ROWS) * W + t;   // its channel in the tile, first position\n"
+       << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;  // the norm: positions, channels\n"
        << "  const int srow = threadIdx.x >> 3, chunk = threadIdx.x & 7;  // stores: channel, 4-position chunk\n"
        << "  for (long long n = blockIdx.z; n < N; n += gridDim.z) {\n"
        << "    const float* yb = ycl + (n * S + s0) * C + c0;\n"
@@ -257,39 +283,30 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
        << "      }\n"
        << "    }\n"
        << "    __syncthreads();\n"
-       << "    const long long c = c0 + ch;\n"
-       << "    const bool live = c < C && sb < np;  // the same for the T lanes of a row\n"
-       << "    float v[16];\n"
-       << "    float sum = 0.0f;\n"
+       << "#pragma unroll 1\n"
+       << "    for (int q = 0; q < 4; ++q) {\n"
+       << "      const int ch = warp * 4 + q;\n"
+       << "      const long long c = c0 + ch;\n"
+       << "      float v[4];\n"
        << "#pragma unroll\n"
-       << "    for (int j = 0; j < 16; ++j) {\n"
-       << "      v[j] = live ? " << name << "_elem(n, c, s0 + sb + T * j, tile[ch][sb + T * j]" << elem_args
-       << ") : 0.0f;\n"
-       << "      sum += v[j];\n"
-       << "    }\n"
-       << "#pragma unroll\n"
-       << "    for (int o = T / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);\n"
-       << "    const float mean = sum / (float)W;\n"
-       << "    float sq = 0.0f;\n"
-       << "#pragma unroll\n"
-       << "    for (int j = 0; j < 16; ++j) {\n"
-       << "      const float d = v[j] - mean;\n"
-       << "      sq += d * d;\n"
-       << "    }\n"
-       << "#pragma unroll\n"
-       << "    for (int o = T / 2; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);\n"
-       << "    const float rstd = 1.0f / sqrtf(sq / (float)W + " << float_literal(eps) << ");\n"
-       << "    if (live) {\n"
+       << "      for (int k = 0; k < 4; ++k) {\n"
+       << "        const int p = lane + 32 * k;\n"
+       << "        v[k] = c < C && p < np ? " << name << "_elem(n, c, s0 + p, tile[ch][p]" << elem_args << ") : 0.0f;\n"
+       << "      }\n"
+       << row_sums("v[k]", "mean") << "#pragma unroll\n"
+       << "      for (int k = 0; k < 4; ++k) mean[k] = mean[k] / (float)W;\n"
+       << row_sums("(v[k] - mean[k]) * (v[k] - mean[k])", "sq")
        << "      const long long i_row = (n * C + c) * S;  // the plane's first index\n"
        << "      (void)i_row;\n"
        << "#pragma unroll\n"
-       << "      for (int j = 0; j < 16; ++j) {\n"
-       << "        float y = (v[j] - mean) * rstd;\n"
-       << (has_w ? "        y = y * lw[t + T * j];\n" : "") << (has_b ? "        y = y + lb[t + T * j];\n" : "")
-       << (post.empty()
-               ? ""
-               : "        y = " + name + "_post(i_row + s0 + sb + T * j, y" + with_args(post_fn) + ", i_row);\n")
-       << "        tile[ch][sb + T * j] = y;\n"
+       << "      for (int k = 0; k < 4; ++k) {\n"
+       << "        const int p = lane + 32 * k;\n"
+       << "        if (c < C && p < np) {\n"
+       << "          float y = (v[k] - mean[k]) * (1.0f / sqrtf(sq[k] / (float)W + " << float_literal(eps) << "));\n"
+       << (has_w ? "          y = y * lw[p % W];\n" : "") << (has_b ? "          y = y + lb[p % W];\n" : "")
+       << (post.empty() ? "" : "          y = " + name + "_post(i_row + s0 + p, y" + with_args(post_fn) + ", i_row);\n")
+       << "          tile[ch][p] = y;\n"
+       << "        }\n"
        << "      }\n"
        << "    }\n"
        << "    __syncthreads();\n"

@@ -70,7 +70,8 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
            "over the channels (dim 1) of at most " +
            std::to_string(kMaxChannelConsumerChannels) +
            " float32 channels, nor such a reduction (or a global average pool) over every spatial dim, nor an "
-           "instance, group or batch norm (batch statistics), nor a layer norm over a last dim of 16, 32, 64 or 128, "
+           "instance, group or batch norm (batch statistics), nor a layer norm over a last dim of 4, 8, 16, 32, 64 or "
+           "128, "
            "nor a 2-d or 3-d pool of "
            "non-overlapping windows";
   for (size_t i = 0; i < at; ++i) {

@@ -38,9 +38,10 @@ bool is_conv_reduce_epilogue(const ir::Graph& g, const schedule::Kernel& k);
 //    the transpose back's tile (32 channels x 128 positions) holds whole rows of the last dim, so it
 //    normalizes them before it stores them (no NCHW write and read between the conv and the norm).
 enum class ConsumerKind { kNone, kChannels, kSpatial, kNorm, kPool, kRowNorm };
-// The last-dim lengths kRowNorm takes: divisors of the tile's 128 positions, 16 values per thread at least.
+// The last-dim lengths kRowNorm takes: divisors of the tile's 128 positions that keep whole 16-byte
+// stores (4 to 128, powers of two).
 inline bool is_row_norm_width(int64_t w) {
-  return w == 16 || w == 32 || w == 64 || w == 128;
+  return w >= 4 && w <= 128 && (w & (w - 1)) == 0;
 }
 ConsumerKind consumer_kind(const ir::Graph& g, const ir::Node& n);
 inline bool is_channel_consumer(const ir::Graph& g, const ir::Node& n) {

@@ -49,6 +49,8 @@ CASES = {
                           (4, 16, 38, 38)),
     "layer_norm_last_dim_sigmoid": ("nn.Conv2d(16, 40, 3)", "x = nn.functional.layer_norm(x * self.bias, (64,))",
                                     "return torch.sigmoid(x)", (2, 16, 34, 66)),
+    "layer_norm_short_rows": ("nn.Conv2d(32, 64, 3)", "x = nn.functional.layer_norm(x, (16,))",
+                              "return torch.relu(x)", (8, 32, 130, 18)),
     "layer_norm_transpose_3d": ("nn.ConvTranspose3d(8, 24, 3, stride=2, padding=1, output_padding=1)",
                                 "x = nn.functional.layer_norm(x + 1.0, (32,))", "return torch.sigmoid(x) * 2.0",
                                 (2, 8, 4, 8, 16)),

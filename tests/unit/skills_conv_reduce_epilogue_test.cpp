@@ -173,7 +173,7 @@ TEST(ConvReduceEpilogue, GroupNormTakesItsStatisticsFromTheRowsAndNormalizesInTh
   EXPECT_TRUE(has(code, "m2 += m2c + delta * delta * count * (double)S / total;")) << code;
   // The transpose back (positions 1089: not a multiple of 4, so the scalar-store tiles) calls the chain
   // with the tile's sample and channel.
-  EXPECT_TRUE(has(code, "k0_conv_norm_chain(i, (float)((float)tile[c - c0][s] + (float)bias[c]), n, c, kf_stats)"))
+  EXPECT_TRUE(has(code, "k0_conv_norm_chain(i, (float)((float)tile[row][s] + (float)bias[c]), n, c, kf_stats)"))
       << code;
   kforge::testing::expect_builds_with_nvcc(p.value(), "conv-group-norm-build");
   // Instance norm: one group per channel.
@@ -257,7 +257,8 @@ std::string layer_norm_graph(int w, const std::string& shape, const std::string&
 }
 
 TEST(ConvReduceEpilogue, LayerNormOverTheLastDimNormalizesWholeRowsInTheTransposeTile) {
-  // W = 64: the tile's 128 positions hold two rows of each of its 32 channels; 4 threads per row.
+  // W = 64: the tile's 128 positions hold two rows of each of its 32 channels; a warp takes 4 channels,
+  // lane l positions l + 32 m: a row's sums over the 32 lanes, then over its two values of m.
   ir::Graph g = graph_from_text(layer_norm_graph(64, "[64]", "[64]"));
   ASSERT_EQ(consumer_kind(g, g.nodes()[2]), ConsumerKind::kRowNorm);
   schedule::Schedule s = planned(g, 1e-2);
@@ -267,18 +268,23 @@ TEST(ConvReduceEpilogue, LayerNormOverTheLastDimNormalizesWholeRowsInTheTranspos
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   const std::string& code = p->kernels[0].code;
   EXPECT_FALSE(has(code, "_from_channels_last")) << code;
-  EXPECT_TRUE(has(code, "constexpr int W = 64, T = 4, ROWS = 128 / W;")) << code;
+  EXPECT_TRUE(has(code, "constexpr int W = 64, SEG = W < 32 ? W : 32;")) << code;
   // The relu before the norm, on each value as it leaves the tile; weight and bias by position in the
   // row; the sigmoid after, with the plane's first index.
-  EXPECT_TRUE(has(code, "v[j] = live ? k0_conv_elem(n, c, s0 + sb + T * j, tile[ch][sb + T * j], bias) : 0.0f;"))
+  EXPECT_TRUE(has(code, "v[k] = c < C && p < np ? k0_conv_elem(n, c, s0 + p, tile[ch][p], bias) : 0.0f;")) << code;
+  EXPECT_TRUE(has(code, "for (int o = SEG / 2; o > 0; o >>= 1) sq[k] += __shfl_xor_sync(0xffffffffu, sq[k], o);"))
       << code;
-  EXPECT_TRUE(has(code, "for (int o = T / 2; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);")) << code;
-  EXPECT_TRUE(has(code, "const float rstd = 1.0f / sqrtf(sq / (float)W + (9.99999975e-06f));")) << code;
-  EXPECT_TRUE(has(code, "y = y * lw[t + T * j];")) << code;
-  EXPECT_TRUE(has(code, "y = y + lb[t + T * j];")) << code;
-  EXPECT_TRUE(has(code, "y = k0_conv_post(i_row + s0 + sb + T * j, y, i_row);")) << code;
+  EXPECT_TRUE(has(code, "for (int u = 0; u < W / 32; ++u) t[k] += mean[k / (W / 32) * (W / 32) + u];")) << code;
+  EXPECT_TRUE(has(code, "float y = (v[k] - mean[k]) * (1.0f / sqrtf(sq[k] / (float)W + (9.99999975e-06f)));")) << code;
+  EXPECT_TRUE(has(code, "y = y * lw[p % W];")) << code;
+  EXPECT_TRUE(has(code, "y = y + lb[p % W];")) << code;
+  EXPECT_TRUE(has(code, "y = k0_conv_post(i_row + s0 + p, y, i_row);")) << code;
   EXPECT_TRUE(has(code, "k0_conv_row_norm<<<dim3(16u, 1u, batches), 256, 0, ctx->stream>>>(ycl, ")) << code;
   kforge::testing::expect_builds_with_nvcc(p.value(), "conv-row-layer-norm-build");
+  // Rows shorter than a warp (W = 8) are this kernel's too (sums over groups of 8 lanes; this graph is too
+  // small for the channels-last conv, tests/gpu/test_conv_channel_consumers.py builds one of 16).
+  ir::Graph short_rows = graph_from_text(layer_norm_graph(8, "[8]", "[8]"));
+  EXPECT_EQ(consumer_kind(short_rows, short_rows.nodes()[2]), ConsumerKind::kRowNorm);
   // Rows the tile cannot hold whole (W = 48), or a norm over two dims, are not this kernel's.
   ir::Graph odd = graph_from_text(layer_norm_graph(48, "[48]", "[48]"));
   EXPECT_EQ(consumer_kind(odd, odd.nodes()[2]), ConsumerKind::kNone);
