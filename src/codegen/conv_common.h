@@ -1,5 +1,5 @@
-// Shared by the convolution emitters (emit_conv.cpp) and their channels-last path
-// (emit_conv_channels_last.cpp): the geometry of a conv, the KfCudnnConv of torch's engine, and the
+// Shared by the convolution emitters (emit_conv.cpp; emit_conv_direct.cpp, emit_conv_epilogue.cpp) and their
+// channels-last path (emit_conv_channels_last.cpp): the geometry of a conv, the KfCudnnConv of torch's engine, and the
 // channels-last layout (knob channels_last = 1, the conv_channels_last skill).
 #pragma once
 
@@ -58,6 +58,17 @@ using ChannelsLastBackBuilder = std::function<StatusOr<ChannelsLastBack>(const C
 // the whole kernel's.
 StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const ConvGeom& g, const std::string& bias);
 
+// The kernels that do not call cuDNN (emit_conv_direct.cpp), as device code inside an anonymous
+// namespace of the caller: the direct kernel (<name>_direct: one thread per output element, its
+// window gathered, fp32 or fp64 accumulation) and torch's depthwise design.
+std::string direct_kernel(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
+                          bool has_bias);
+// Depthwise as torch's ConvParams::is_depthwise has it.
+bool is_depthwise(const ConvGeom& g);
+// The whole kernel source of a depthwise conv: torch's CudaDepthwise2d/3d design and its entry.
+std::string depthwise_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
+                           bool has_bias);
+
 // "" when the channels-last path can run this convolution, else why not.
 std::string channels_last_reason(const ConvGeom& g, ir::DType dt);
 // The bytes of scratch the channels-last copies take (input, weight, output, each rounded to 256).
@@ -66,5 +77,18 @@ size_t channels_last_scratch(const EmitContext& ctx);
 // `epi`), and the entry function.
 std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
                                const ChannelsLastEpilogue* epi, const ChannelsLastBack* back, int64_t& launches);
+
+// The kernel of ctx's convolution (emit_conv.cpp). With leave_bias, the cuDNN paths skip their bias pass
+// (the caller adds the bias in its epilogue) and set *bias_left; the direct and depthwise kernels add it
+// inside. The knob channels_last = 1 puts the cuDNN path (torch's engine) on channels-last copies; the
+// pass back to NCHW then also computes `epi` (when given) and sets *epilogue_fused. `back` (the
+// conv_reduce_epilogue skill) replaces the channels-last pass back; *back_used says whether the
+// channels-last path ran (other paths have no channels-last result to read).
+StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, bool leave_bias = false,
+                                        bool* bias_left = nullptr, const ChannelsLastEpilogue* epi = nullptr,
+                                        bool* epilogue_fused = nullptr, const ChannelsLastBackBuilder* back = nullptr,
+                                        bool* back_used = nullptr);
+// The geometry of ctx's convolution node, or why it cannot be run.
+StatusOr<ConvGeom> geometry(const EmitContext& ctx, bool transpose);
 
 }  // namespace kforge::codegen::conv

@@ -71,6 +71,11 @@ using conv::channels_last_reason;
 using conv::channels_last_scratch;
 using conv::ChannelsLastEpilogue;
 using conv::ConvGeom;
+using conv::depthwise_code;
+using conv::direct_kernel;
+using conv::emit_conv_family;
+using conv::geometry;
+using conv::is_depthwise;
 using conv::kconv_definition;
 using conv::prod;
 
@@ -84,6 +89,10 @@ const char* kBackendPrelude =
     "#include <cudnn.h>\n"
     "#include <cuda_fp16.h>\n"
     "#include <cuda_bf16.h>\n";
+
+}  // namespace
+
+namespace conv {
 
 StatusOr<ConvGeom> geometry(const EmitContext& ctx, bool transpose) {
   const ir::Node& node = ctx.node();
@@ -137,6 +146,10 @@ StatusOr<ConvGeom> geometry(const EmitContext& ctx, bool transpose) {
   g.spatial_out = prod(g.out_sp);
   return g;
 }
+
+}  // namespace conv
+
+namespace {
 
 bool fits_int(int64_t v) {
   return v >= 0 && v <= INT_MAX;
@@ -209,71 +222,6 @@ std::string bias_launch(const EmitContext& ctx, bool has_bias) {
   return os.str();
 }
 
-// The direct kernel: one thread per output element, gathering its window.
-std::string direct_kernel(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
-                          bool has_bias) {
-  std::ostringstream os;
-  int64_t block = ctx.kernel.knob("block", 256);
-  const size_t sp = g.sp;
-  os << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_direct(const " << T
-     << "* __restrict__ x, const " << T << "* __restrict__ w, " << (has_bias ? "const " + T + "* __restrict__ b, " : "")
-     << T << "* __restrict__ y) {\n"
-     << "  KF_GRID_STRIDE(i, " << ctx.out_type().numel() << "LL) {\n"
-     << "    int64_t r = i;\n";
-  for (size_t d = sp; d-- > 0;) {
-    os << "    const int64_t o" << d << " = r % " << g.out_sp[d] << "LL;\n"
-       << "    r /= " << g.out_sp[d] << "LL;\n";
-  }
-  os << "    const int64_t co = r % " << g.cout << "LL;\n"
-     << "    const int64_t n = r / " << g.cout << "LL;\n"
-     << "    const int64_t grp = co / " << g.cout_g << "LL;\n"
-     << "    " << A << " acc = 0;\n"
-     << "    for (int64_t ci = 0; ci < " << g.cin_g << "LL; ++ci) {\n"
-     << "      const " << T << "* xp = x + (n * " << g.cin << "LL + grp * " << g.cin_g << "LL + ci) * " << prod(g.in_sp)
-     << "LL;\n";
-  if (g.transpose) {
-    // weight [Cin, Cout/groups, k...]
-    os << "      const " << T << "* wp = w + ((grp * " << g.cin_g << "LL + ci) * " << g.cout_g << "LL + co % "
-       << g.cout_g << "LL) * " << prod(g.k_sp) << "LL;\n";
-  } else {
-    // weight [Cout, Cin/groups, k...]
-    os << "      const " << T << "* wp = w + (co * " << g.cin_g << "LL + ci) * " << prod(g.k_sp) << "LL;\n";
-  }
-  std::string ind = "      ";
-  for (size_t d = 0; d < sp; ++d) {
-    os << ind << "for (int64_t j" << d << " = 0; j" << d << " < " << g.k_sp[d] << "LL; ++j" << d << ") {\n";
-    ind += "  ";
-    if (g.transpose) {
-      // y[o] gathers x[i] w[j] for o = i * stride - pad + j * dilation.
-      os << ind << "const int64_t t" << d << " = o" << d << " + " << g.pad[d] << "LL - j" << d << " * " << g.dil[d]
-         << "LL;\n"
-         << ind << "if (t" << d << " < 0 || t" << d << " % " << g.stride[d] << "LL != 0) continue;\n"
-         << ind << "const int64_t i" << d << " = t" << d << " / " << g.stride[d] << "LL;\n"
-         << ind << "if (i" << d << " >= " << g.in_sp[d] << "LL) continue;\n";
-    } else {
-      os << ind << "const int64_t i" << d << " = o" << d << " * " << g.stride[d] << "LL - " << g.pad[d] << "LL + j" << d
-         << " * " << g.dil[d] << "LL;\n"
-         << ind << "if (i" << d << " < 0 || i" << d << " >= " << g.in_sp[d] << "LL) continue;\n";
-    }
-  }
-  std::string xi = "i0", wi = "j0";
-  for (size_t d = 1; d < sp; ++d) {
-    xi = "(" + xi + ") * " + std::to_string(g.in_sp[d]) + "LL + i" + std::to_string(d);
-    wi = "(" + wi + ") * " + std::to_string(g.k_sp[d]) + "LL + j" + std::to_string(d);
-  }
-  os << ind << "acc += (" << A << ")xp[" << xi << "] * (" << A << ")wp[" << wi << "];\n";
-  for (size_t d = sp; d-- > 0;) {
-    ind.resize(ind.size() - 2);
-    os << ind << "}\n";
-  }
-  os << "    }\n";
-  if (has_bias) os << "    acc += (" << A << ")b[co];\n";
-  os << "    y[i] = (" << T << ")acc;\n"
-     << "  }\n"
-     << "}\n";
-  return os.str();
-}
-
 // The dims cuDNN sees: a 1-d conv as 2-d with a unit height (stride 1, padding 0, dilation 1
 // prepended), as torch's view1d_as_2d makes it.
 struct CudnnView {
@@ -291,85 +239,6 @@ CudnnView cudnn_view(const ConvGeom& g) {
     v.k_sp.insert(v.k_sp.begin(), 1);
   }
   return v;
-}
-
-// Depthwise as torch's ConvParams::is_depthwise has it (a 1-d conv counts: torch views it as 2-d
-// before it chooses a backend).
-bool is_depthwise(const ConvGeom& g) {
-  return !g.transpose && g.groups > 1 && g.groups == g.cin && g.cout % g.cin == 0;
-}
-
-// torch's CudaDepthwise2d/3d design: one thread per output element (n, c, spatial...), reading input
-// channel c / multiplier; the accumulator starts at the bias, then adds weight * input over the
-// window in order, each a fused multiply-add in fp32 (fp64 for fp64): exact, no TF32. 32-bit indices when
-// both tensors have fewer than 2^31 elements.
-std::string depthwise_kernel(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
-                             bool has_bias) {
-  const int64_t total = ctx.out_type().numel();
-  const bool narrow = total <= INT_MAX && ctx.in_type(0).numel() <= INT_MAX;
-  const std::string I = narrow ? "unsigned int" : "int64_t";  // element indices
-  const std::string S = narrow ? "int" : "int64_t";           // window coordinates (may be negative)
-  auto u = [&](int64_t x) { return std::to_string(x) + (narrow ? "u" : "LL"); };
-  const int64_t block = ctx.kernel.knob("block", 256);
-  const size_t sp = g.sp;
-  std::ostringstream os;
-  os << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_depthwise(const " << T
-     << "* __restrict__ x, const " << T << "* __restrict__ w, " << (has_bias ? "const " + T + "* __restrict__ b, " : "")
-     << T << "* __restrict__ y) {\n"
-     << "  for (" << I << " i = blockIdx.x * (" << I << ")blockDim.x + threadIdx.x; i < " << u(total) << "; i += (" << I
-     << ")gridDim.x * blockDim.x) {\n"
-     << "    " << I << " r = i;\n";
-  for (size_t d = sp; d-- > 0;) {
-    os << "    const " << S << " o" << d << " = (" << S << ")(r % " << u(g.out_sp[d]) << ");\n"
-       << "    r /= " << u(g.out_sp[d]) << ";\n";
-  }
-  os << "    const " << I << " c = r % " << u(g.cout) << ";\n"
-     << "    const " << I << " n = r / " << u(g.cout) << ";\n"
-     << "    const " << T << "* xp = x + (n * " << u(g.cin) << " + c / " << u(g.cout / g.cin) << ") * "
-     << u(prod(g.in_sp)) << ";\n"
-     << "    const " << T << "* wp = w + c * " << u(prod(g.k_sp)) << ";\n"
-     << "    " << A << " acc = " << (has_bias ? "(" + A + ")b[c]" : "(" + A + ")0") << ";\n";
-  std::string ind = "    ";
-  for (size_t d = 0; d < sp; ++d) {
-    os << ind << "#pragma unroll\n"
-       << ind << "for (int j" << d << " = 0; j" << d << " < " << g.k_sp[d] << "; ++j" << d << ") {\n";
-    ind += "  ";
-    os << ind << "const " << S << " i" << d << " = o" << d << " * " << g.stride[d] << " - " << g.pad[d] << " + j" << d
-       << " * " << g.dil[d] << ";\n"
-       << ind << "if (i" << d << " < 0 || i" << d << " >= " << g.in_sp[d] << ") continue;\n";
-  }
-  std::string xi = "(" + I + ")i0", wi = "j0";
-  for (size_t d = 1; d < sp; ++d) {
-    xi = "(" + xi + ") * " + u(g.in_sp[d]) + " + (" + I + ")i" + std::to_string(d);
-    wi = "(" + wi + ") * " + std::to_string(g.k_sp[d]) + " + j" + std::to_string(d);
-  }
-  os << ind << "acc += (" << A << ")wp[" << wi << "] * (" << A << ")xp[" << xi << "];\n";
-  for (size_t d = sp; d-- > 0;) {
-    ind.resize(ind.size() - 2);
-    os << ind << "}\n";
-  }
-  os << "    y[i] = (" << T << ")acc;\n"
-     << "  }\n"
-     << "}\n";
-  return os.str();
-}
-
-std::string depthwise_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
-                           bool has_bias) {
-  const int64_t block = ctx.kernel.knob("block", 256);
-  std::ostringstream os;
-  os << "// Depthwise: torch runs its own exact kernel here (CudaDepthwise" << (g.sp == 3 ? 3 : 2)
-     << "d), not cuDNN; so does this.\n"
-     << "namespace {\n"
-     << depthwise_kernel(ctx, g, T, A, has_bias) << "}  // namespace\n\n"
-     << ctx.signature() << " {\n"
-     << "  " << ctx.kernel.name << "_depthwise<<<kf_grid(" << ctx.out_type().numel() << "LL, " << block << "), "
-     << block << ", 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", " << ctx.in_ptr(1) << ", "
-     << (has_bias ? ctx.in_ptr(2) + ", " : "") << ctx.out_ptr() << ");\n"
-     << "  KF_LAUNCHED();\n"
-     << "  return 0;\n"
-     << "}\n";
-  return os.str();
 }
 
 // A C initializer of `n` int64 values, zero-padded: "{2, 8, 17, 19, 0}".
@@ -636,17 +505,14 @@ std::string cudnn_code(const EmitContext& ctx, const ConvGeom& g, const std::str
   return os.str();
 }
 
-// With leave_bias, the cuDNN paths skip their bias pass (the caller adds the bias in its epilogue)
-// and set *bias_left; the direct and depthwise kernels add it inside, as before. The knob
-// channels_last = 1 puts the cuDNN path (torch's engine) on channels-last copies; the pass back to NCHW
-// then also computes `epi` (when given) and sets *epilogue_fused. Other paths ignore the knob.
-// `back` (the conv_reduce_epilogue skill) replaces the channels-last pass back; *back_used says whether
-// the channels-last path ran (other paths have no channels-last result to read).
-StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, bool leave_bias = false,
-                                        bool* bias_left = nullptr, const ChannelsLastEpilogue* epi = nullptr,
-                                        bool* epilogue_fused = nullptr,
-                                        const conv::ChannelsLastBackBuilder* back = nullptr,
-                                        bool* back_used = nullptr) {
+}  // namespace
+
+namespace conv {
+
+// conv_common.h says what the arguments ask for.
+StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, bool leave_bias, bool* bias_left,
+                                        const ChannelsLastEpilogue* epi, bool* epilogue_fused,
+                                        const ChannelsLastBackBuilder* back, bool* back_used) {
   const char* what = transpose ? "conv_transpose" : "conv";
   KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(ctx, transpose));
   const ir::DType dt = ctx.out_type().dtype;
@@ -762,102 +628,7 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
   return src;
 }
 
-}  // namespace
-
-StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
-  const ir::Graph& gr = ctx.graph;
-  const int conv_node = ctx.kernel.nodes.front();
-  const ir::Node& conv = gr.nodes()[static_cast<size_t>(conv_node)];
-  const bool transpose = ir::op_info(conv.op).family == ir::OpFamily::kConvTranspose;
-  const ir::ValueIndex conv_out = conv.output;
-  const ir::ValueIndex result = ctx.node().output;
-  if (gr.type(conv_out).shape != gr.type(result).shape || gr.type(conv_out).dtype != gr.type(result).dtype)
-    return internal_error("kernel " + ctx.kernel.name +
-                          ": the epilogue's result is not the convolution's shape and dtype");
-  // The convolution alone, as its own function <name>_conv, writing into the epilogue's output.
-  schedule::Kernel conv_kernel = ctx.kernel;
-  conv_kernel.nodes = {conv_node};
-  conv_kernel.name = ctx.kernel.name + "_conv";
-  EmitContext conv_ctx(gr, ctx.sched, conv_kernel, ctx.buffers);
-  conv_ctx.out_value = result;
-  if (ctx.kernel.knob("channels_last", 0) == 1) {
-    // Channels-last: the chain runs in the pass that brings the result back to NCHW (one write).
-    ChannelsLastEpilogue epi;
-    epi.name = ctx.kernel.name + "_chain";
-    epi.out_dtype = gr.type(result).dtype;
-    const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
-    // Rows of the NCHW result: one (sample, channel) plane, whose per-channel operands are read once.
-    const ir::Shape& out_shape = gr.type(conv_out).shape;
-    const int64_t plane = prod(ir::Shape(out_shape.begin() + std::min<size_t>(2, out_shape.size()), out_shape.end()));
-    KF_ASSIGN_OR_RETURN(epi.chain, pointwise_function(ctx, chain, epi.name, conv_out, plane));
-    bool fused = false;
-    KF_ASSIGN_OR_RETURN(KernelSource src, emit_conv_family(conv_ctx, transpose, false, nullptr, &epi, &fused));
-    if (fused) {
-      std::string described;
-      for (int n : chain) described += "//   " + ir::describe(gr, gr.nodes()[static_cast<size_t>(n)]) + "\n";
-      src.name = ctx.kernel.name;
-      src.file_name = ctx.kernel.name + ".cu";
-      src.code += "\n// The epilogue (conv_epilogue skill), computed in " + conv_kernel.name +
-                  "'s pass back to NCHW:\n" + described + ctx.signature() + " {\n  return " + conv_kernel.name +
-                  "(ctx, bufs);\n}\n";
-      return src;
-    }
-  }
-  bool bias_left = false;
-  KF_ASSIGN_OR_RETURN(KernelSource src, emit_conv_family(conv_ctx, transpose, true, &bias_left));
-  KF_ASSIGN_OR_RETURN(ConvGeom g, geometry(conv_ctx, transpose));
-  // The bias first, rounded to the tensor's type as torch's separate add rounds it, then the chain.
-  ChainSeed seed;
-  seed.value = conv_out;
-  const std::string T = ctype(gr.type(conv_out).dtype);
-  const std::string A = acc_type(gr.type(conv_out).dtype);
-  if (bias_left) {
-    seed.expr = "(" + T + ")((" + A + ")out[i] + (" + A + ")conv_bias[(i / " + std::to_string(g.spatial_out) +
-                "LL) % " + std::to_string(g.cout) + "LL])";
-    seed.params.push_back({"const " + T + "* __restrict__ conv_bias", conv_ctx.in_ptr(2)});
-  } else {
-    seed.expr = "out[i]";
-  }
-  KF_RETURN_IF_ERROR(
-      append_library_epilogue(ctx, conv_kernel.name, seed,
-                              "The epilogue (conv_epilogue skill): " + std::string(bias_left ? "the bias, then " : "") +
-                                  "the elementwise chain, in place on the convolution's output",
-                              src));
-  return src;
-}
-
-StatusOr<KernelSource> emit_conv_reduce_epilogue(const EmitContext& ctx) {
-  const ir::Graph& gr = ctx.graph;
-  const int conv_node = ctx.kernel.nodes.front();
-  const ir::Node& conv = gr.nodes()[static_cast<size_t>(conv_node)];
-  const bool transpose = ir::op_info(conv.op).family == ir::OpFamily::kConvTranspose;
-  // The convolution as its own function <name>_conv, whose pass back computes the rest of the kernel.
-  schedule::Kernel conv_kernel = ctx.kernel;
-  conv_kernel.nodes = {conv_node};
-  conv_kernel.name = ctx.kernel.name + "_conv";
-  EmitContext conv_ctx(gr, ctx.sched, conv_kernel, ctx.buffers);
-  conv_ctx.out_value = ctx.node().output;
-  const conv::ChannelsLastBackBuilder back = [&ctx](const ConvGeom& g, const std::string& bias) {
-    return conv::channel_consumer_back(ctx, g, bias);
-  };
-  bool used = false;
-  KF_ASSIGN_OR_RETURN(KernelSource src,
-                      emit_conv_family(conv_ctx, transpose, false, nullptr, nullptr, nullptr, &back, &used));
-  if (!used) {
-    return invalid_argument("kernel " + ctx.kernel.name +
-                            ": conv_reduce_epilogue needs the convolution on cuDNN's channels-last path (knob "
-                            "channels_last = 1, torch's engine), which this convolution does not take");
-  }
-  std::string described;
-  for (size_t i = 1; i < ctx.kernel.nodes.size(); ++i)
-    described += "//   " + ir::describe(gr, gr.nodes()[static_cast<size_t>(ctx.kernel.nodes[i])]) + "\n";
-  src.name = ctx.kernel.name;
-  src.file_name = ctx.kernel.name + ".cu";
-  src.code += "\n// Computed in " + conv_kernel.name +
-              "'s pass over the channels-last result (conv_reduce_epilogue skill):\n" + described + ctx.signature() +
-              " {\n  return " + conv_kernel.name + "(ctx, bufs);\n}\n";
-  return src;
-}
+}  // namespace conv
 
 StatusOr<KernelSource> emit_Conv(const EmitContext& ctx) {
   return emit_conv_family(ctx, false);
