@@ -4,7 +4,8 @@
 // 513, tanh(v + bias - p[c]): positions not a multiple of 4, scalar coalesced stores), each in the
 // forms kforge emitted before commit 26d6688 ("guarded": each value computed under its bounds check,
 // p[c] loaded at the element's own index, (i / S) % C) and after it ("row": values first, at clamped
-// positions, p read at the plane's first index), and without a chain (bias only). CUDA events, L2
+// positions, p read at the plane's first index; the scalar-store kernel went back to the guarded form in
+// dd350e9, the profile having it slower in place), and without a chain (bias only). CUDA events, L2
 // flushed before each trial, median of 15; every output checked on a sample against a host reference.
 //
 //   nvcc -O3 -arch=sm_90a -o /tmp/pb bench/micro/pass_back_chain.cu && /tmp/pb

@@ -34,7 +34,7 @@ bool is_conv_reduce_epilogue(const ir::Graph& g, const schedule::Kernel& k);
 //  - kPool: a 2-d or 3-d max or average pool of non-overlapping windows (kernel = stride, no padding), with
 //    C up to kMaxChannelConsumerChannels: each window read from the rows once, the pooled tile written
 //    to NCHW through the chain after it.
-//  - kRowNorm: a layer norm over the last dim alone, of kRowNormWidths positions, with C a multiple of 4:
+//  - kRowNorm: a layer norm over the last dim alone, of W positions (is_row_norm_width), C a multiple of 4:
 //    the transpose back's tile (32 channels x 128 positions) holds whole rows of the last dim, so it
 //    normalizes them before it stores them (no NCHW write and read between the conv and the norm).
 enum class ConsumerKind { kNone, kChannels, kSpatial, kNorm, kPool, kRowNorm };
