@@ -19,7 +19,7 @@ constexpr int kNumOpFamilies = 0
 
 // Skill slots of the action one-hot: the catalogue (skills::all_skills()) in its order, padded to this
 // many so that adding a skill does not change the dimensions (a checked invariant: the catalogue fits).
-constexpr int kMaxSkills = 16;
+constexpr int kMaxSkills = 24;
 
 // ---- State features ----
 // [kStateFamilies, +kNumOpFamilies): fraction of the graph's nodes in each op family.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/emit.h"
+#include "skills/conv_implicit_gemm.h"
 
 namespace kforge::codegen::conv {
 
@@ -78,9 +79,19 @@ size_t channels_last_scratch(const EmitContext& ctx);
 std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, bool has_bias,
                                const ChannelsLastEpilogue* epi, const ChannelsLastBack* back, int64_t& launches);
 
+// kforge's implicit GEMM on TF32 tensor cores (emit_conv_implicit_gemm.cpp, knob implicit_gemm = 1): "" when it
+// can run this convolution, else why not; and the kernel's whole code after the prologue (device code and
+// entry), the bias and `epi`'s chain (when given) applied in its stores.
+using skills::kImplicitGemmMaxChannels;
+using skills::kImplicitGemmMaxReduction;
+std::string implicit_gemm_reason(const ConvGeom& g, ir::DType dt);
+std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool has_bias,
+                               const ChannelsLastEpilogue* epi);
+
 // The kernel of ctx's convolution (emit_conv.cpp). With leave_bias, the cuDNN paths skip their bias pass
 // (the caller adds the bias in its epilogue) and set *bias_left; the direct and depthwise kernels add it
-// inside. The knob channels_last = 1 puts the cuDNN path (torch's engine) on channels-last copies; the
+// inside. The knob implicit_gemm = 1 runs kforge's implicit GEMM (bias and `epi` inside, *epilogue_fused set).
+// The knob channels_last = 1 puts the cuDNN path (torch's engine) on channels-last copies; the
 // pass back to NCHW then also computes `epi` (when given) and sets *epilogue_fused. `back` (the
 // conv_reduce_epilogue skill) replaces the channels-last pass back; *back_used says whether the
 // channels-last path ran (other paths have no channels-last result to read).

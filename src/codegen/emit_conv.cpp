@@ -565,6 +565,21 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
                 bias_launch(ctx, has_bias) + "  return 0;\n}\n";
     return src;
   }
+  if (ctx.kernel.knob("implicit_gemm", 0) != 0) {
+    if (ctx.kernel.knob("implicit_gemm", 0) != 1)
+      return invalid_argument(std::string(what) + ": the knob implicit_gemm must be 0 or 1, not " +
+                              std::to_string(ctx.kernel.knob("implicit_gemm", 0)));
+    if (const std::string why_not = implicit_gemm_reason(g, dt); !why_not.empty())
+      return invalid_argument(std::string(what) + ": the knob implicit_gemm = 1 cannot apply: " + why_not);
+    if (back != nullptr)
+      return invalid_argument(std::string(what) +
+                              ": the implicit GEMM has no channels-last result for a pass over it to read");
+    KernelSource src = begin_source(ctx, headers);
+    src.code += implicit_gemm_code(ctx, g, has_bias, epi);
+    src.launches = 1;
+    if (epilogue_fused != nullptr) *epilogue_fused = epi != nullptr;
+    return src;
+  }
   const std::string reason = direct_reason(ctx, g);
   if (!reason.empty()) {
     KernelSource src = begin_source(ctx, headers);

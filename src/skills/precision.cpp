@@ -30,6 +30,7 @@ std::string another_conv_engine_illegal(const ir::Graph& g, const schedule::Sche
   if (k.impl != schedule::Impl::kLibrary || (k.strategy != "cudnn_conv" && k.strategy != "cudnn_conv_transpose"))
     return "not a cuDNN convolution kernel";
   if (k.knob("engine", 0) != 0 || k.knob("direct", 0) != 0) return "the knob engine or direct is set";
+  if (k.knob("implicit_gemm", 0) != 0) return "runs kforge's implicit GEMM (conv_implicit_gemm), not cuDNN";
   if (s.tolerance < kTf32MinTolerance) return "the tolerance is below what another TF32 engine's rounding needs";
   if (s.precision == "3xtf32") return "precision 3xtf32 asks for exact fp32";
   const auto family = ir::op_info(g.nodes()[static_cast<size_t>(k.nodes.front())].op).family;

@@ -16,7 +16,7 @@ constexpr double kTf32MinTolerance = 1e-3;
 
 // Why the cuDNN convolution kernel k may not run another engine than torch's ("" when it may): it must
 // be a cuDNN conv kernel (plain or transposed) whose first node is the convolution, with the knobs
-// engine and direct at their defaults, under a tolerance of at least kTf32MinTolerance (another TF32
+// engine, direct and implicit_gemm at their defaults, under a tolerance of at least kTf32MinTolerance (another TF32
 // engine rounds differently) and not precision 3xtf32. The conv skills add their own conditions.
 std::string another_conv_engine_illegal(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k);
 

@@ -8,6 +8,7 @@
 #include "skills/conv_channels_last.h"
 #include "skills/conv_engine_search.h"
 #include "skills/conv_epilogue.h"
+#include "skills/conv_implicit_gemm.h"
 #include "skills/conv_reduce_epilogue.h"
 #include "skills/einsum_gemm.h"
 #include "skills/fuse_elementwise.h"
@@ -93,6 +94,13 @@ const std::vector<Skill>& all_skills() {
        "runs float32 cuBLAS GEMMs and attention on TF32 tensor cores (fp32 accumulate) when the protocol's "
        "tolerance is at least 1e-3; about 5-8x the fp32 rate on an H200; costs ~5e-4 relative error per product",
        tf32_contractions_sites, tf32_contractions},
+      {"conv_implicit_gemm",
+       "runs a float32 2-d convolution whose reduction C_in * kh * kw is at most 160 (C_out a multiple of 8 up to "
+       "64) as kforge's own implicit GEMM on TF32 tensor cores: the NCHW input read once, the weights held in "
+       "shared memory, the NCHW result written once with the bias and the conv_epilogue chain; such a "
+       "convolution is bound by the write of its result, which cuDNN's paths make two or three passes; costs "
+       "TF32's rounding (tolerance >= 1e-3, as cuDNN's own TF32 engines)",
+       conv_implicit_gemm_sites, conv_implicit_gemm},
       {"conv_channels_last",
        "runs a float32 cuDNN convolution (1-3 spatial dims) on channels-last copies of its input and weight "
        "(torch.compile's layout for convs) and brings the result back to NCHW in one tiled pass that also adds "
