@@ -50,7 +50,7 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
   const int64_t ld_out = bq + 4;                                               // == 4 mod 32
   const int64_t ksteps = (g.cin * prod(g.k_sp) + 7) / 8;
   const int64_t in_floats = g.cin * g.k_sp[0] * ld_in + (bq - 1) * g.stride[1] + 1;
-  const int64_t smem_bytes = 4 * (ksteps * 8 * ld_w + in_floats + g.cout * ld_out + ksteps * 8);
+  const int64_t smem_bytes = 4 * (ksteps * 8 * ld_w + in_floats + g.cout * ld_out + ksteps * 8 + g.cout);
   // Blocks per SM the registers are bounded for: as many as the H200's 228 KiB of shared memory hold
   // (1 KiB each reserved), at most 3 (80 registers a thread, no spills at 64 channels).
   const int64_t min_blocks = std::clamp<int64_t>((228 << 10) / (smem_bytes + 1024), 1, 3);
@@ -80,33 +80,36 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "// zero, and so must the products be (an input's inf or NaN times zero is not).\n"
      << "constexpr int kZeroRow = kInRows * kLdIn, kInFloats = kZeroRow + (kBQ - 1) * kStrW + 1;\n"
      << "constexpr int kWFloats = kKSteps * 8 * kLdW;\n"
-     << "constexpr int kLoads = (kInRows * kIW + 255) / 256;  // window elements per thread\n"
+     << "// The window's loads: warp w takes rows w, w + 8, ..., its lanes the columns lane + 32 u.\n"
+     << "constexpr int kRowIters = (kInRows + 7) / 8, kColIters = (kIW + 31) / 32;\n"
      << "constexpr size_t kSmemBytes = " << smem_bytes << ";\n"
-     << "static_assert(kSmemBytes == (kWFloats + kInFloats + kCout * kLdOut + kKSteps * 8) * sizeof(float));\n"
+     << "static_assert(kSmemBytes == (kWFloats + kInFloats + kCout * kLdOut + kKSteps * 8 + kCout) * sizeof(float));\n"
      << "static_assert(kCout % 8 == 0 && kCout <= 64, \"C_out: a multiple of 8 up to 64\");\n\n"
      << "__device__ __forceinline__ float " << name << "_tf32(float x) {\n"
      << "  unsigned r;\n"
      << "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"
      << "  return __uint_as_float(r);\n"
      << "}\n\n"
-     << "// The window of tile `tile` into registers: element l of thread t is e = t + 256 l of the\n"
-     << "// [C_in * kh][kIW] window, zero outside the input (padding) and past the window.\n"
+     << "// The window of tile `tile` into registers: v[a][u] is row warp + 8a ((ci, r) of the [C_in * kh]\n"
+     << "// rows), column lane + 32u; zero outside the input (padding) and past the window.\n"
      << "__device__ __forceinline__ void " << name << "_load_window(const float* __restrict__ x, long long tile,\n"
-     << "                                                  float (&v)[kLoads]) {\n"
+     << "                                                  float (&v)[kRowIters][kColIters]) {\n"
      << "  const int qt = (int)(tile % kQTiles);\n"
      << "  const long long np = tile / kQTiles;\n"
      << "  const int p = (int)(np % kP);\n"
      << "  const long long n = np / kP;\n"
      << "  const int w0 = qt * kBQ * kStrW - kPadW, h0 = p * kStrH - kPadH;\n"
+     << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
      << "#pragma unroll\n"
-     << "  for (int l = 0; l < kLoads; ++l) {\n"
-     << "    const int e = threadIdx.x + 256 * l;\n"
-     << "    const int row = e / kIW, j = e - row * kIW;\n"
-     << "    const int ci = row / kR, r = row - ci * kR;\n"
-     << "    const int h = h0 + r * kDilH, w = w0 + j;\n"
-     << "    v[l] = (row < kInRows && h >= 0 && h < kH && w >= 0 && w < kW)\n"
-     << "               ? __ldg(x + ((n * kCin + ci) * kH + h) * (long long)kW + w)\n"
-     << "               : 0.0f;\n"
+     << "  for (int a = 0; a < kRowIters; ++a) {\n"
+     << "    const int row = warp + 8 * a, ci = row / kR, h = h0 + (row - ci * kR) * kDilH;\n"
+     << "    const bool row_in = row < kInRows && h >= 0 && h < kH;\n"
+     << "    const float* xr = x + ((n * kCin + ci) * kH + (row_in ? h : 0)) * (long long)kW;\n"
+     << "#pragma unroll\n"
+     << "    for (int u = 0; u < kColIters; ++u) {\n"
+     << "      const int j = lane + 32 * u, w = w0 + j;\n"
+     << "      v[a][u] = (row_in && j < kIW && w >= 0 && w < kW) ? __ldg(xr + w) : 0.0f;\n"
+     << "    }\n"
      << "  }\n"
      << "}\n\n";
   const std::string params = std::string("(const float* __restrict__ x, const float* __restrict__ wt, ") +
@@ -119,6 +122,7 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "  float* in_s = smem + kWFloats;         // [kInRows][kLdIn] window, TF32, then the zero row\n"
      << "  float* out_s = in_s + kInFloats;       // [kCout][kLdOut]: the tile's results\n"
      << "  int* k_off = reinterpret_cast<int*>(out_s + kCout * kLdOut);  // [kKSteps * 8]\n"
+     << (has_bias ? "  float* bias_s = out_s + kCout * kLdOut + kKSteps * 8;          // [kCout]\n" : "")
      << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
      << "  const int g = lane >> 2, t = lane & 3;  // the mma fragments' row group and column\n"
      << "  for (int e = threadIdx.x; e < kKSteps * 8 * kCout; e += 256) {\n"
@@ -126,22 +130,23 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "    w_s[k * kLdW + co] = k < kK ? " << name << "_tf32(__ldg(wt + co * kK + k)) : 0.0f;\n"
      << "  }\n"
      << "  for (int e = kZeroRow + threadIdx.x; e < kInFloats; e += 256) in_s[e] = 0.0f;\n"
+     << (has_bias ? "  for (int c = threadIdx.x; c < kCout; c += 256) bias_s[c] = bias[c];\n" : "")
      << "  // Where A's column k starts in the window (padded k: the zero row).\n"
      << "  for (int k = threadIdx.x; k < kKSteps * 8; k += 256) {\n"
      << "    const int ci = k / (kR * kS), rs = k - ci * (kR * kS), r = rs / kS, s = rs - r * kS;\n"
      << "    k_off[k] = k < kK ? (ci * kR + r) * kLdIn + s * kDilW : kZeroRow;\n"
      << "  }\n"
      << "  const int m_lo = 16 * warp + g;  // this lane's A rows: m_lo and m_lo + 8\n"
-     << "  float v[kLoads];\n"
+     << "  float v[kRowIters][kColIters];\n"
      << "  long long tile = blockIdx.x;\n"
      << "  if (tile < kTiles) " << name << "_load_window(x, tile, v);\n"
      << "  for (; tile < kTiles; tile += gridDim.x) {\n"
      << "#pragma unroll\n"
-     << "    for (int l = 0; l < kLoads; ++l) {\n"
-     << "      const int e = threadIdx.x + 256 * l;\n"
-     << "      if (e < kInRows * kIW) {\n"
-     << "        const int row = e / kIW;\n"
-     << "        in_s[row * kLdIn + (e - row * kIW)] = " << name << "_tf32(v[l]);\n"
+     << "    for (int a = 0; a < kRowIters; ++a) {\n"
+     << "#pragma unroll\n"
+     << "      for (int u = 0; u < kColIters; ++u) {\n"
+     << "        const int row = warp + 8 * a, j = lane + 32 * u;\n"
+     << "        if (row < kInRows && j < kIW) in_s[row * kLdIn + j] = " << name << "_tf32(v[a][u]);\n"
      << "      }\n"
      << "    }\n"
      << "    __syncthreads();\n"
@@ -181,24 +186,25 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "    const long long n = np / kP;\n"
      << "    if (tile + gridDim.x < kTiles) " << name
      << "_load_window(x, tile + gridDim.x, v);  // in flight during the stores\n"
-     << "#pragma unroll 2\n"
+     << "#pragma unroll\n"
      << "    for (int j = 0; j < kCout / 8; ++j) {\n"
      << "      const int c = warp + 8 * j;\n"
      << "      const long long i_row = (n * kCout + c) * (long long)(kP * kQ);  // the (n, c) plane's first index\n"
      << "      const long long i0 = i_row + (long long)p * kQ + q0;\n"
-     << (has_bias ? "      const float bc = bias[c];\n" : "") << "#pragma unroll\n"
+     << (has_bias ? "      const float bc = bias_s[c];\n" : "") << "#pragma unroll\n"
      << "      for (int u = 0; u < kBQ / 32; ++u) {\n"
      << "        const int m = lane + 32 * u;\n"
      << "        if (q0 + m < kQ) {\n"
      << "          const long long i = i0 + m;\n"
      << "          const float val = " << (has_bias ? "out_s[c * kLdOut + m] + bc" : "out_s[c * kLdOut + m]") << ";\n"
-     << "          out[i] = ";
-  if (epi != nullptr) {
-    os << epi->name << "(i, val" << (epi->chain.call_args.empty() ? "" : ", " + epi->chain.call_args)
-       << (row_indexed ? ", i_row" : "") << ");\n";
-  } else {
-    os << "val;\n";
-  }
+     << "          ";
+  // Streaming stores (evict-first) for float results: the output is not read again here, the input
+  // rows are (each by kh tiles).
+  const std::string value = epi != nullptr ? epi->name + "(i, val" +
+                                                 (epi->chain.call_args.empty() ? "" : ", " + epi->chain.call_args) +
+                                                 (row_indexed ? ", i_row" : "") + ")"
+                                           : "val";
+  os << (OT == "float" ? "__stcs(out + i, " + value + ");\n" : "out[i] = " + value + ";\n");
   os << "        }\n"
      << "      }\n"
      << "    }\n"

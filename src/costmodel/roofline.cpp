@@ -17,6 +17,9 @@ namespace {
 // bandwidth (run 6's 32x32 scalar tiles ran at half that; run 7's 16-byte tiles near Inductor's).
 constexpr double kConvRateNchw = 0.30;
 constexpr double kConvRateChannelsLast = 0.45;
+// kforge's implicit GEMM (conv_implicit_gemm: mma.sync m16n8k8, operands from shared memory, no wgmma):
+// an assumed fraction of the TF32 peak; the convolutions it takes are bound by their result's write.
+constexpr double kConvRateImplicitGemm = 0.35;
 
 double prod(const ir::Shape& s, size_t from = 0) {
   double p = 1;
@@ -118,7 +121,9 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   // A convolution with its epilogue: the library writes its result, the epilogue (or the channel
   // reduction of conv_reduce_epilogue) reads it. (The conv_epilogue, conv_reduce_epilogue and
   // linear_epilogue skills' kernels: the only library kernels of several nodes.)
-  if (k.impl == schedule::Impl::kLibrary && k.nodes.size() > 1 &&
+  // kforge's implicit GEMM (conv_implicit_gemm) computes the chain in its stores: no such pass.
+  const bool implicit_gemm = k.knob("implicit_gemm", 0) == 1;
+  if (k.impl == schedule::Impl::kLibrary && k.nodes.size() > 1 && !implicit_gemm &&
       (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose" || k.strategy == "cublas_gemm")) {
     c.bytes += 2 * static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.nodes.front())].output).bytes());
   }
@@ -127,7 +132,9 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   double conv_rate = 1.0;
   if (k.impl == schedule::Impl::kLibrary && (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose")) {
     const ir::Node& conv = g.nodes()[static_cast<size_t>(k.nodes.front())];
-    if (k.knob("channels_last", 0) == 1 && conv.inputs.size() >= 2) {
+    if (implicit_gemm) {
+      conv_rate = kConvRateImplicitGemm;
+    } else if (k.knob("channels_last", 0) == 1 && conv.inputs.size() >= 2) {
       const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != ir::kNoValue;
       c.bytes += 2.0 * static_cast<double>(g.type(conv.inputs[0]).bytes() + g.type(conv.inputs[1]).bytes());
       if (!has_bias && k.nodes.size() == 1) c.bytes += 2 * out_bytes;
