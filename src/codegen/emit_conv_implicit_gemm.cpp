@@ -50,10 +50,13 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
   const int64_t ld_out = bq + 4;                                               // == 4 mod 32
   const int64_t ksteps = (g.cin * prod(g.k_sp) + 7) / 8;
   const int64_t in_floats = g.cin * g.k_sp[0] * ld_in + (bq - 1) * g.stride[1] + 1;
-  const int64_t smem_bytes = 4 * (ksteps * 8 * ld_w + in_floats + g.cout * ld_out + ksteps * 8 + g.cout);
+  // The window and the tile's results share their shared memory (the results are written once the mma
+  // has read the window), so that 4 blocks fit on an SM at 8 input channels.
+  const int64_t tile_floats = std::max(in_floats, g.cout * ld_out);
+  const int64_t smem_bytes = 4 * (ksteps * 8 * ld_w + tile_floats + ksteps * 8 + g.cout);
   // Blocks per SM the registers are bounded for: as many as the H200's 228 KiB of shared memory hold
-  // (1 KiB each reserved), at most 3 (80 registers a thread, no spills at 64 channels).
-  const int64_t min_blocks = std::clamp<int64_t>((228 << 10) / (smem_bytes + 1024), 1, 3);
+  // (1 KiB each reserved), at most 4 (64 registers a thread: no spills at 64 channels).
+  const int64_t min_blocks = std::clamp<int64_t>((228 << 10) / (smem_bytes + 1024), 1, 4);
   const int64_t plane = g.out_sp[0] * g.out_sp[1];
   const bool row_indexed = epi != nullptr && epi->chain.row_extent == plane;
   std::ostringstream os;
@@ -83,7 +86,9 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "// The window's loads: warp w takes rows w, w + 8, ..., its lanes the columns lane + 32 u.\n"
      << "constexpr int kRowIters = (kInRows + 7) / 8, kColIters = (kIW + 31) / 32;\n"
      << "constexpr size_t kSmemBytes = " << smem_bytes << ";\n"
-     << "static_assert(kSmemBytes == (kWFloats + kInFloats + kCout * kLdOut + kKSteps * 8 + kCout) * sizeof(float));\n"
+     << "constexpr int kTileFloats = kInFloats > kCout * kLdOut ? kInFloats : kCout * kLdOut;  // window, then "
+        "results\n"
+     << "static_assert(kSmemBytes == (kWFloats + kTileFloats + kKSteps * 8 + kCout) * sizeof(float));\n"
      << "static_assert(kCout % 8 == 0 && kCout <= 64, \"C_out: a multiple of 8 up to 64\");\n\n"
      << "__device__ __forceinline__ float " << name << "_tf32(float x) {\n"
      << "  unsigned r;\n"
@@ -120,16 +125,16 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "  extern __shared__ float smem[];\n"
      << "  float* w_s = smem;                     // [kKSteps * 8][kLdW]: B[k][c_out], TF32\n"
      << "  float* in_s = smem + kWFloats;         // [kInRows][kLdIn] window, TF32, then the zero row\n"
-     << "  float* out_s = in_s + kInFloats;       // [kCout][kLdOut]: the tile's results\n"
-     << "  int* k_off = reinterpret_cast<int*>(out_s + kCout * kLdOut);  // [kKSteps * 8]\n"
-     << (has_bias ? "  float* bias_s = out_s + kCout * kLdOut + kKSteps * 8;          // [kCout]\n" : "")
+     << "  float* out_s = in_s;                   // [kCout][kLdOut]: the tile's results, over the window\n"
+     << "  int* k_off = reinterpret_cast<int*>(in_s + kTileFloats);  // [kKSteps * 8]\n"
+     << (has_bias ? "  float* bias_s = in_s + kTileFloats + kKSteps * 8;        // [kCout]\n" : "")
      << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
      << "  const int g = lane >> 2, t = lane & 3;  // the mma fragments' row group and column\n"
      << "  for (int e = threadIdx.x; e < kKSteps * 8 * kCout; e += 256) {\n"
      << "    const int co = e / (kKSteps * 8), k = e - co * (kKSteps * 8);\n"
      << "    w_s[k * kLdW + co] = k < kK ? " << name << "_tf32(__ldg(wt + co * kK + k)) : 0.0f;\n"
      << "  }\n"
-     << "  for (int e = kZeroRow + threadIdx.x; e < kInFloats; e += 256) in_s[e] = 0.0f;\n"
+
      << (has_bias ? "  for (int c = threadIdx.x; c < kCout; c += 256) bias_s[c] = bias[c];\n" : "")
      << "  // Where A's column k starts in the window (padded k: the zero row).\n"
      << "  for (int k = threadIdx.x; k < kKSteps * 8; k += 256) {\n"
@@ -148,6 +153,9 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "        const int row = warp + 8 * a, j = lane + 32 * u;\n"
      << "        if (row < kInRows && j < kIW) in_s[row * kLdIn + j] = " << name << "_tf32(v[a][u]);\n"
      << "      }\n"
+     << "    }\n"
+     << "    if (kKSteps * 8 != kK) {  // the zero row, which the last tile's results covered\n"
+     << "      for (int e = kZeroRow + threadIdx.x; e < kInFloats; e += 256) in_s[e] = 0.0f;\n"
      << "    }\n"
      << "    __syncthreads();\n"
      << "    float acc[kCout / 8][4];\n"
@@ -170,6 +178,7 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "            : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
      << "      }\n"
      << "    }\n"
+     << "    __syncthreads();  // every warp has read the window: the results go over it\n"
      << "    // C fragment: acc[nt] = C[m_lo][c], C[m_lo][c + 1], C[m_lo + 8][c], C[m_lo + 8][c + 1], c = 8 nt + 2t.\n"
      << "#pragma unroll\n"
      << "    for (int nt = 0; nt < kCout / 8; ++nt) {\n"
@@ -208,6 +217,7 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
   os << "        }\n"
      << "      }\n"
      << "    }\n"
+     << "    __syncthreads();  // every warp has read the results: the next window goes over them\n"
      << "  }\n"
      << "}\n"
      << "}  // namespace\n\n";

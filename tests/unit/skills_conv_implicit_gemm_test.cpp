@@ -88,7 +88,7 @@ TEST(ConvImplicitGemm, ASmallReductionConvWithItsChainBecomesOneKernelOfTf32Mma)
   EXPECT_TRUE(has(code, "constexpr int kN = 4, kCin = 8, kH = 40, kW = 150, kCout = 64;")) << code;
   EXPECT_TRUE(has(code, "constexpr int kIW = 130, kInRows = kCin * kR;")) << code;
   EXPECT_TRUE(has(code, "constexpr int kLdIn = 144, kLdW = 72, kLdOut = 132;")) << code;
-  EXPECT_TRUE(has(code, "__launch_bounds__(256, 3) k0_conv_conv_implicit_gemm(")) << code;
+  EXPECT_TRUE(has(code, "__launch_bounds__(256, 4) k0_conv_conv_implicit_gemm(")) << code;
   EXPECT_TRUE(has(code, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")) << code;
   EXPECT_TRUE(has(code, "cvt.rna.tf32.f32")) << code;
   // The padded reduction columns read a row of zeros, not the input.
