@@ -17,6 +17,7 @@
 //  - the accumulators go through shared memory ([c_out][position]) so that each warp then writes one
 //    channel's consecutive positions: coalesced NCHW stores, each value through bias and chain.
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 #include "codegen/conv_common.h"
@@ -36,6 +37,9 @@ std::string implicit_gemm_reason(const ConvGeom& g, ir::DType dt) {
     return "C_out = " + std::to_string(g.cout) + " is not a multiple of 8 up to " +
            std::to_string(kImplicitGemmMaxChannels);
   if (g.out_sp[0] < 1 || g.out_sp[1] < 1) return "empty";
+  // The kernel's int arithmetic: plane sizes and window coordinates (the flat indices are 64-bit).
+  if (prod(g.in_sp) > INT32_MAX || g.spatial_out > INT32_MAX)
+    return "an input or output plane of 2^31 elements or more";
   return "";
 }
 

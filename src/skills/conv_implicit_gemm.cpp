@@ -1,6 +1,8 @@
 // conv_implicit_gemm: legality and the knob.
 #include "skills/conv_implicit_gemm.h"
 
+#include <cstdint>
+
 #include "skills/conv_epilogue.h"
 #include "skills/precision.h"
 
@@ -37,9 +39,8 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const sched
   if (cout % 8 != 0 || cout > kImplicitGemmMaxChannels)
     return "C_out = " + std::to_string(cout) + " is not a multiple of 8 up to " +
            std::to_string(kImplicitGemmMaxChannels);
-  for (int64_t d : y.shape) {
-    if (d > (int64_t{1} << 30)) return "a dim does not fit the kernel's 32-bit coordinates";
-  }
+  if (prod_from(x.shape, 2) > INT32_MAX || prod_from(y.shape, 2) > INT32_MAX)
+    return "an input or output plane of 2^31 elements or more (the kernel's coordinates are 32-bit)";
   return "";
 }
 
