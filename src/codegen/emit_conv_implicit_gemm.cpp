@@ -14,8 +14,9 @@
 //    shared memory; A[m][k] = window[ci][r][m * stride + s * dilation] is read from there (implicit
 //    im2col); the next tile's window is loaded into registers while this tile's results are stored;
 //  - warp w computes positions 16w .. 16w + 15 against every channel (C_out / 8 mma tiles), fp32 accumulate;
-//  - the accumulators go through shared memory ([c_out][position]) so that each warp then writes one
-//    channel's consecutive positions: coalesced NCHW stores, each value through bias and chain.
+//  - the accumulators go through shared memory ([c_out][position], over the window once every warp has
+//    read it) so that each warp then writes one channel's consecutive positions: coalesced NCHW stores,
+//    each value through bias and chain.
 #include <algorithm>
 #include <cstdint>
 #include <sstream>
@@ -40,6 +41,10 @@ std::string implicit_gemm_reason(const ConvGeom& g, ir::DType dt) {
   // The kernel's int arithmetic: plane sizes and window coordinates (the flat indices are 64-bit).
   if (prod(g.in_sp) > INT32_MAX || g.spatial_out > INT32_MAX)
     return "an input or output plane of 2^31 elements or more";
+  const int64_t smem = skills::implicit_gemm_smem_bytes(g.cin, g.cout, g.k_sp[0], g.k_sp[1], g.stride[1], g.dil[1]);
+  if (smem > skills::kImplicitGemmMaxSmem)
+    return "its tile would take " + std::to_string(smem) + " bytes of shared memory (at most " +
+           std::to_string(skills::kImplicitGemmMaxSmem) + ")";
   return "";
 }
 
@@ -53,11 +58,11 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
   const int64_t ld_w = g.cout + ((8 - g.cout % 32) + 32) % 32;                 // == 8 mod 32
   const int64_t ld_out = bq + 4;                                               // == 4 mod 32
   const int64_t ksteps = (g.cin * prod(g.k_sp) + 7) / 8;
-  const int64_t in_floats = g.cin * g.k_sp[0] * ld_in + (bq - 1) * g.stride[1] + 1;
   // The window and the tile's results share their shared memory (the results are written once the mma
-  // has read the window), so that 4 blocks fit on an SM at 8 input channels.
-  const int64_t tile_floats = std::max(in_floats, g.cout * ld_out);
-  const int64_t smem_bytes = 4 * (ksteps * 8 * ld_w + tile_floats + ksteps * 8 + g.cout);
+  // has read the window), so that 4 blocks fit on an SM at 8 input channels; the kernel's static_assert
+  // checks this size against its own layout.
+  const int64_t smem_bytes =
+      skills::implicit_gemm_smem_bytes(g.cin, g.cout, g.k_sp[0], g.k_sp[1], g.stride[1], g.dil[1]);
   // Blocks per SM the registers are bounded for: as many as the H200's 228 KiB of shared memory hold
   // (1 KiB each reserved), at most 4 (64 registers a thread: no spills at 64 channels).
   const int64_t min_blocks = std::clamp<int64_t>((228 << 10) / (smem_bytes + 1024), 1, 4);

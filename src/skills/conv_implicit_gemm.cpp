@@ -41,6 +41,13 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const sched
            std::to_string(kImplicitGemmMaxChannels);
   if (prod_from(x.shape, 2) > INT32_MAX || prod_from(y.shape, 2) > INT32_MAX)
     return "an input or output plane of 2^31 elements or more (the kernel's coordinates are 32-bit)";
+  const auto stride = conv.attrs.ints("stride");
+  const auto dilation = conv.attrs.ints("dilation");
+  if (stride.size() != 2 || dilation.size() != 2) return "not a 2-d convolution's stride and dilation";
+  const int64_t smem = implicit_gemm_smem_bytes(x.shape[1], cout, w.shape[2], w.shape[3], stride[1], dilation[1]);
+  if (smem > kImplicitGemmMaxSmem)
+    return "its tile would take " + std::to_string(smem) + " bytes of shared memory (at most " +
+           std::to_string(kImplicitGemmMaxSmem) + ")";
   return "";
 }
 

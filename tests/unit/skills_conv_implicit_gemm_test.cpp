@@ -21,12 +21,13 @@ bool has(const std::string& code, const std::string& s) {
   return code.find(s) != std::string::npos;
 }
 
-// x [n, cin, h, w] -> conv (w [cout, cin / groups, kh, kw], bias, stride 1) -> c -> relu -> y (with `chain`).
+// x [n, cin, h, w] -> conv (w [cout, cin / groups, kh, kw], bias, `stride` along both dims) -> c -> relu -> y
+// (with `chain`).
 std::string graph(int64_t cin, int64_t cout, int64_t kh, int64_t kw, int64_t groups = 1, bool chain = true,
-                  const std::string& dtype = "float32") {
+                  const std::string& dtype = "float32", int64_t stride = 1) {
   const int64_t n = 4, h = 40, w = 150;
-  const std::string out = "[" + std::to_string(n) + ", " + std::to_string(cout) + ", " + std::to_string(h - kh + 1) +
-                          ", " + std::to_string(w - kw + 1) + "]";
+  const std::string out = "[" + std::to_string(n) + ", " + std::to_string(cout) + ", " +
+                          std::to_string((h - kh) / stride + 1) + ", " + std::to_string((w - kw) / stride + 1) + "]";
   std::string text = R"({"format": "kforge.graph/1", "name": "ig",
     "inputs": [{"id": "x", "name": "x", "shape": [)" +
                      std::to_string(n) + ", " + std::to_string(cin) + ", " + std::to_string(h) + ", " +
@@ -38,8 +39,10 @@ std::string graph(int64_t cin, int64_t cout, int64_t kh, int64_t kw, int64_t gro
                      std::to_string(cout) + R"(], "dtype": ")" + dtype + R"("}],
     "nodes": [
       {"id": "c", "op": "conv", "inputs": ["x", "w", "b"],
-       "attrs": {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": )" +
-                     std::to_string(groups) + R"(}, "shape": )" + out + R"(, "dtype": ")" + dtype + R"("})";
+       "attrs": {"stride": [)" +
+                     std::to_string(stride) + ", " + std::to_string(stride) +
+                     R"(], "padding": [0, 0], "dilation": [1, 1], "groups": )" + std::to_string(groups) +
+                     R"(}, "shape": )" + out + R"(, "dtype": ")" + dtype + R"("})";
   if (chain) {
     text += R"(,
       {"id": "y", "op": "relu", "inputs": ["c"], "attrs": {}, "shape": )" +
@@ -129,6 +132,10 @@ TEST(ConvImplicitGemm, NotWhereTheConvIsComputeBoundOrTheShapesOrToleranceDoNotF
   // Grouped convs, and float64 (no TF32), keep cuDNN.
   EXPECT_FALSE(applied(planned(graph_from_text(graph(8, 64, 3, 3, 2)), 1e-2), "conv_implicit_gemm"));
   EXPECT_FALSE(applied(planned(graph_from_text(graph(8, 64, 3, 3, 1, true, "float64")), 1e-2), "conv_implicit_gemm"));
+  // A window too wide for shared memory: 160 channels at stride 4 (160 x 1 x 528 floats).
+  EXPECT_FALSE(
+      applied(planned(graph_from_text(graph(160, 64, 1, 1, 1, true, "float32", 4)), 1e-2), "conv_implicit_gemm"));
+  EXPECT_TRUE(applied(planned(graph_from_text(graph(160, 64, 1, 1)), 1e-2), "conv_implicit_gemm"));
   // kernelbench's 1e-4 is below TF32's rounding.
   EXPECT_FALSE(applied(planned(graph_from_text(graph(8, 64, 3, 3)), 1e-4), "conv_implicit_gemm"));
   // --disable-skill conv_implicit_gemm: cuDNN's channels-last path, as before the skill.
