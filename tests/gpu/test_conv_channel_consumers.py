@@ -7,12 +7,12 @@ candidate is verified by `kforge evaluate` on fresh random inputs (poisoned outp
 is run here against the problem's Model on inputs scaled to large logits and with a NaN pixel (NaN
 where torch has NaN). Shapes cover both tile loads (channels a multiple of 4 or not), positions that
 leave a partial last tile, conv_transpose, 3-d convs and a conv without bias."""
-import importlib.util
 import json
 import os
 import subprocess
 
 import pytest
+from conv_problem import check_against_model, conv_problem_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(HERE, "../../build/kforge"))
@@ -68,49 +68,11 @@ CASES = {
 
 def problem_source(name):
     conv, statement, ret, shape = CASES[name]
-    channels = int(conv.split("(")[1].split(",")[1])
-    lines = [
-        "import torch",
-        "import torch.nn as nn",
-        "",
-        "",
-        "class Model(nn.Module):",
-        "    def __init__(self):",
-        "        super().__init__()",
-        f"        self.conv = {conv}",
-        f"        self.bias = nn.Parameter(torch.randn({channels}, 1, 1))",
-        "",
-        "    def forward(self, x):",
-        "        x = self.conv(x)",
-    ]
-    if statement:
-        lines.append(f"        {statement}")
-    lines += [
-        f"        {ret}",
-        "",
-        "",
-        "def get_inputs():",
-        f"    return [torch.rand{shape}]",
-        "",
-        "",
-        "def get_init_inputs():",
-        "    return []",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def load(path, module):
-    spec = importlib.util.spec_from_file_location(module, path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+    return conv_problem_source(conv, [statement, ret], shape)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_channel_consumer_in_the_conv_pass_matches_torch(tmp_path, name):
-    import torch
-
     path = tmp_path / f"{name}.py"
     path.write_text(problem_source(name))
     out = tmp_path / "out"
@@ -136,29 +98,12 @@ def test_channel_consumer_in_the_conv_pass_matches_torch(tmp_path, name):
     res = json.loads(r.stdout)
     assert r.returncode == 0 and res["outcome"] == "ok" and res["verified"], res
 
-    mod = load(str(out / "model_new.py"), f"kf_{name}")
-    try:
-        torch.manual_seed(3)
-        ref = mod.Model().cuda().eval()
-        new = mod.ModelNew().cuda().eval()
-        new.load_state_dict(ref.state_dict())
-        g = torch.Generator().manual_seed(11)
-        shape = CASES[name][3]
-        x = (torch.rand(*shape, generator=g) * 2 - 1) * 20  # large logits: exp overflows without the max
-        x.view(-1)[shape[-1] * 5 + 7] = float("nan")      # one NaN pixel: NaN at every position it reaches
-        x = x.cuda()
-        with torch.no_grad():
-            want = ref(x)
-            got = new(x)
-        torch.cuda.synchronize()
-        assert got.shape == want.shape and got.dtype == want.dtype
-        assert torch.isnan(want).any()
-        assert torch.equal(torch.isnan(got), torch.isnan(want)), "NaN where torch has none, or the reverse"
-        # Both sides run the conv in TF32 (different engines): a sum over channels of values ~30 carries
-        # ~0.05 of rounding, so the absolute tolerance scales with the output's magnitude.
-        tol = 2e-3 * max(1.0, want.nan_to_num(0.0).abs().max().item())
-        assert torch.allclose(got, want, rtol=1e-2, atol=tol, equal_nan=True), \
-            f"max abs difference {(got - want).abs().nan_to_num(0.0).max().item()}"
-    finally:
-        if hasattr(mod, "kforge_release"):
-            mod.kforge_release()
+    import torch
+
+    g = torch.Generator().manual_seed(11)
+    shape = CASES[name][3]
+    x = (torch.rand(*shape, generator=g) * 2 - 1) * 20  # large logits: exp overflows without the max
+    # One NaN pixel: NaN at every position it reaches. Both sides run the conv in TF32 (different engines):
+    # a sum over channels of values ~30 carries ~0.05 of rounding, so the absolute tolerance scales with the
+    # output's magnitude.
+    check_against_model(str(out / "model_new.py"), f"kf_{name}", x, shape[-1] * 5 + 7, 2e-3)

@@ -7,12 +7,12 @@ against the problem's Model on inputs with a NaN pixel (NaN exactly where torch 
 reduction columns must not spread it). Shapes cover rows shorter than a tile and rows of several tiles,
 stride, padding and dilation, a reduction that is not a multiple of 8 (3 channels, 5x5), 1 x k kernels,
 no bias, no chain, and 8 to 64 output channels."""
-import importlib.util
 import json
 import os
 import subprocess
 
 import pytest
+from conv_problem import check_against_model, conv_problem_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(HERE, "../../build/kforge"))
@@ -37,44 +37,11 @@ CASES = {
 
 def problem_source(name):
     conv, ret, shape = CASES[name]
-    channels = int(conv.split("(")[1].split(",")[1])
-    return "\n".join([
-        "import torch",
-        "import torch.nn as nn",
-        "",
-        "",
-        "class Model(nn.Module):",
-        "    def __init__(self):",
-        "        super().__init__()",
-        f"        self.conv = {conv}",
-        f"        self.p = nn.Parameter(torch.randn({channels}, 1, 1))",
-        "",
-        "    def forward(self, x):",
-        "        x = self.conv(x)",
-        f"        {ret}",
-        "",
-        "",
-        "def get_inputs():",
-        f"    return [torch.randn{shape}]",
-        "",
-        "",
-        "def get_init_inputs():",
-        "    return []",
-        "",
-    ])
-
-
-def load(path, module):
-    spec = importlib.util.spec_from_file_location(module, path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+    return conv_problem_source(conv, [ret], shape, param="p", inputs="randn")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_implicit_gemm_conv_matches_torch(tmp_path, name):
-    import torch
-
     path = tmp_path / f"{name}.py"
     path.write_text(problem_source(name))
     out = tmp_path / "out"
@@ -91,31 +58,13 @@ def test_implicit_gemm_conv_matches_torch(tmp_path, name):
     res = json.loads(r.stdout)
     assert r.returncode == 0 and res["outcome"] == "ok" and res["verified"], res
 
-    mod = load(str(out / "model_new.py"), f"kf_{name}")
-    try:
-        torch.manual_seed(3)
-        ref = mod.Model().cuda().eval()
-        new = mod.ModelNew().cuda().eval()
-        new.load_state_dict(ref.state_dict())
-        g = torch.Generator().manual_seed(11)
-        shape = CASES[name][2]
-        x = torch.randn(*shape, generator=g) * 2
-        # One NaN pixel (row 8, column 10 of sample 0, channel 0: even, so that the stride-2 dilation-2 case
-        # reads it too): NaN at every output whose window has it.
-        x.view(-1)[shape[-1] * 8 + 10] = float("nan")
-        x = x.cuda()
-        with torch.no_grad():
-            want = ref(x)
-            got = new(x)
-        torch.cuda.synchronize()
-        assert got.shape == want.shape and got.dtype == want.dtype
-        assert torch.isnan(want).any()
-        assert torch.equal(torch.isnan(got), torch.isnan(want)), "NaN where torch has none, or the reverse"
-        # Both sides run the conv in TF32 (cuDNN's engine and ours round differently): up to ~4e-3 apart on
-        # these shapes where the output is ~1 (tanh of a 72-term sum of values ~2).
-        tol = 5e-3 * max(1.0, want.nan_to_num(0.0).abs().max().item())
-        assert torch.allclose(got, want, rtol=1e-2, atol=tol, equal_nan=True), \
-            f"max abs difference {(got - want).abs().nan_to_num(0.0).max().item()}"
-    finally:
-        if hasattr(mod, "kforge_release"):
-            mod.kforge_release()
+    import torch
+
+    g = torch.Generator().manual_seed(11)
+    shape = CASES[name][2]
+    # One NaN pixel (row 8, column 10 of sample 0, channel 0: even, so that the stride-2 dilation-2 case reads
+    # it too): NaN at every output whose window has it. Both sides run the conv in TF32 (cuDNN's engine and ours
+    # round differently): up to ~4e-3 apart on these shapes where the output is ~1 (tanh of a 72-term sum of
+    # values ~2).
+    check_against_model(str(out / "model_new.py"), f"kf_{name}", torch.randn(*shape, generator=g) * 2,
+                        shape[-1] * 8 + 10, 5e-3)
