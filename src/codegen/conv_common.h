@@ -82,8 +82,6 @@ std::string channels_last_code(const EmitContext& ctx, const ConvGeom& g, const 
 // kforge's implicit GEMM on TF32 tensor cores (emit_conv_implicit_gemm.cpp, knob implicit_gemm = 1): "" when it
 // can run this convolution, else why not; and the kernel's whole code after the prologue (device code and
 // entry), the bias and `epi`'s chain (when given) applied in its stores.
-using skills::kImplicitGemmMaxChannels;
-using skills::kImplicitGemmMaxReduction;
 std::string implicit_gemm_reason(const ConvGeom& g, ir::DType dt);
 std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool has_bias,
                                const ChannelsLastEpilogue* epi);

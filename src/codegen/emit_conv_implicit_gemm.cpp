@@ -30,22 +30,15 @@ std::string implicit_gemm_reason(const ConvGeom& g, ir::DType dt) {
   if (g.transpose) return "a transposed convolution";
   if (g.sp != 2) return "not a 2-d convolution";
   if (g.groups != 1) return "grouped";
-  const int64_t k = g.cin * prod(g.k_sp);
-  if (k > kImplicitGemmMaxReduction)
-    return "the reduction C_in * kh * kw = " + std::to_string(k) + " exceeds " +
-           std::to_string(kImplicitGemmMaxReduction) + " (cuDNN's engines win where the convolution is compute-bound)";
-  if (g.cout % 8 != 0 || g.cout > kImplicitGemmMaxChannels)
-    return "C_out = " + std::to_string(g.cout) + " is not a multiple of 8 up to " +
-           std::to_string(kImplicitGemmMaxChannels);
   if (g.out_sp[0] < 1 || g.out_sp[1] < 1) return "empty";
-  // The kernel's int arithmetic: plane sizes and window coordinates (the flat indices are 64-bit).
-  if (prod(g.in_sp) > INT32_MAX || g.spatial_out > INT32_MAX)
-    return "an input or output plane of 2^31 elements or more";
-  const int64_t smem = skills::implicit_gemm_smem_bytes(g.cin, g.cout, g.k_sp[0], g.k_sp[1], g.stride[1], g.dil[1]);
-  if (smem > skills::kImplicitGemmMaxSmem)
-    return "its tile would take " + std::to_string(smem) + " bytes of shared memory (at most " +
-           std::to_string(skills::kImplicitGemmMaxSmem) + ")";
-  return "";
+  return skills::implicit_gemm_shape_illegal({.cin = g.cin,
+                                              .cout = g.cout,
+                                              .kh = g.k_sp[0],
+                                              .kw = g.k_sp[1],
+                                              .stride_w = g.stride[1],
+                                              .dilation_w = g.dil[1],
+                                              .in_plane = prod(g.in_sp),
+                                              .out_plane = g.spatial_out});
 }
 
 std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool has_bias,
@@ -98,7 +91,8 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "constexpr int kTileFloats = kInFloats > kCout * kLdOut ? kInFloats : kCout * kLdOut;  // window, then "
         "results\n"
      << "static_assert(kSmemBytes == (kWFloats + kTileFloats + kKSteps * 8 + kCout) * sizeof(float));\n"
-     << "static_assert(kCout % 8 == 0 && kCout <= 64, \"C_out: a multiple of 8 up to 64\");\n\n"
+     << "static_assert(kCout % 8 == 0 && kCout <= " << skills::kImplicitGemmMaxChannels
+     << ", \"C_out: a multiple of 8 up to " << skills::kImplicitGemmMaxChannels << "\");\n\n"
      << "__device__ __forceinline__ float " << name << "_tf32(float x) {\n"
      << "  unsigned r;\n"
      << "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"

@@ -31,27 +31,37 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const sched
   if (x.shape.size() != 4) return "not a 2-d convolution";
   if (conv.attrs.i("groups") != 1) return "grouped";
   if (x.numel() == 0 || y.numel() == 0) return "empty";
-  const int64_t reduction = prod_from(w.shape, 1);
-  if (reduction > kImplicitGemmMaxReduction)
-    return "the reduction C_in * kh * kw = " + std::to_string(reduction) + " exceeds " +
-           std::to_string(kImplicitGemmMaxReduction);
-  const int64_t cout = y.shape[1];
-  if (cout % 8 != 0 || cout > kImplicitGemmMaxChannels)
-    return "C_out = " + std::to_string(cout) + " is not a multiple of 8 up to " +
-           std::to_string(kImplicitGemmMaxChannels);
-  if (prod_from(x.shape, 2) > INT32_MAX || prod_from(y.shape, 2) > INT32_MAX)
-    return "an input or output plane of 2^31 elements or more (the kernel's coordinates are 32-bit)";
   const auto stride = conv.attrs.ints("stride");
   const auto dilation = conv.attrs.ints("dilation");
   if (stride.size() != 2 || dilation.size() != 2) return "not a 2-d convolution's stride and dilation";
-  const int64_t smem = implicit_gemm_smem_bytes(x.shape[1], cout, w.shape[2], w.shape[3], stride[1], dilation[1]);
+  return implicit_gemm_shape_illegal({.cin = x.shape[1],
+                                      .cout = y.shape[1],
+                                      .kh = w.shape[2],
+                                      .kw = w.shape[3],
+                                      .stride_w = stride[1],
+                                      .dilation_w = dilation[1],
+                                      .in_plane = prod_from(x.shape, 2),
+                                      .out_plane = prod_from(y.shape, 2)});
+}
+
+}  // namespace
+
+std::string implicit_gemm_shape_illegal(const ImplicitGemmShape& s) {
+  const int64_t reduction = s.cin * s.kh * s.kw;
+  if (reduction > kImplicitGemmMaxReduction)
+    return "the reduction C_in * kh * kw = " + std::to_string(reduction) + " exceeds " +
+           std::to_string(kImplicitGemmMaxReduction) + " (cuDNN's engines win where the convolution is compute-bound)";
+  if (s.cout % 8 != 0 || s.cout > kImplicitGemmMaxChannels)
+    return "C_out = " + std::to_string(s.cout) + " is not a multiple of 8 up to " +
+           std::to_string(kImplicitGemmMaxChannels);
+  if (s.in_plane > INT32_MAX || s.out_plane > INT32_MAX)
+    return "an input or output plane of 2^31 elements or more (the kernel's coordinates are 32-bit)";
+  const int64_t smem = implicit_gemm_smem_bytes(s.cin, s.cout, s.kh, s.kw, s.stride_w, s.dilation_w);
   if (smem > kImplicitGemmMaxSmem)
     return "its tile would take " + std::to_string(smem) + " bytes of shared memory (at most " +
            std::to_string(kImplicitGemmMaxSmem) + ")";
   return "";
 }
-
-}  // namespace
 
 std::vector<Site> conv_implicit_gemm_sites(const ir::Graph& g, const schedule::Schedule& s) {
   return kernel_sites(g, s, illegal, [](const std::string& kernel) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "skills/skill.h"
 
@@ -39,6 +40,16 @@ inline int64_t implicit_gemm_smem_bytes(int64_t cin, int64_t cout, int64_t kh, i
 }
 // The most shared memory a block may take on the H200 (227 KiB).
 inline constexpr int64_t kImplicitGemmMaxSmem = 227 << 10;
+
+// Why a 2-d, ungrouped float32 convolution of these sizes cannot run as the implicit GEMM ("" when it can):
+// the reduction, the output channels, the planes' sizes (the kernel's plane and window arithmetic is 32-bit)
+// and the shared memory. The skill's legality and the emitter's check (codegen) both ask this.
+struct ImplicitGemmShape {
+  int64_t cin = 0, cout = 0, kh = 0, kw = 0;
+  int64_t stride_w = 1, dilation_w = 1;
+  int64_t in_plane = 0, out_plane = 0;  // H x W of the input, P x Q of the output
+};
+std::string implicit_gemm_shape_illegal(const ImplicitGemmShape& s);
 
 // Site: one conv kernel (kernels = {k}).
 std::vector<Site> conv_implicit_gemm_sites(const ir::Graph& g, const schedule::Schedule& s);
