@@ -61,11 +61,7 @@ std::vector<Site> conv_channels_last_sites(const ir::Graph& g, const schedule::S
 }
 
 StatusOr<schedule::Schedule> conv_channels_last(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  KF_ASSIGN_OR_RETURN(const size_t k, site_kernel(g, s, site, illegal, "conv_channels_last"));
-  schedule::Schedule out = s;
-  out.kernels[k].knobs["channels_last"] = 1;
-  out.applied.push_back("conv_channels_last: " + site.what);
-  return out;
+  return set_kernel_knob(g, s, site, illegal, "conv_channels_last", "channels_last", 1);
 }
 
 }  // namespace kforge::skills

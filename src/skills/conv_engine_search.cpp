@@ -32,11 +32,7 @@ std::vector<Site> conv_engine_search_sites(const ir::Graph& g, const schedule::S
 }
 
 StatusOr<schedule::Schedule> conv_engine_search(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  KF_ASSIGN_OR_RETURN(const size_t k, site_kernel(g, s, site, illegal, "conv_engine_search"));
-  schedule::Schedule out = s;
-  out.kernels[k].knobs["engine_search"] = kConvEnginesTimed;
-  out.applied.push_back("conv_engine_search: " + site.what);
-  return out;
+  return set_kernel_knob(g, s, site, illegal, "conv_engine_search", "engine_search", kConvEnginesTimed);
 }
 
 }  // namespace kforge::skills

@@ -70,11 +70,7 @@ std::vector<Site> conv_implicit_gemm_sites(const ir::Graph& g, const schedule::S
 }
 
 StatusOr<schedule::Schedule> conv_implicit_gemm(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  KF_ASSIGN_OR_RETURN(const size_t k, site_kernel(g, s, site, illegal, "conv_implicit_gemm"));
-  schedule::Schedule out = s;
-  out.kernels[k].knobs["implicit_gemm"] = 1;
-  out.applied.push_back("conv_implicit_gemm: " + site.what);
-  return out;
+  return set_kernel_knob(g, s, site, illegal, "conv_implicit_gemm", "implicit_gemm", 1);
 }
 
 }  // namespace kforge::skills

@@ -171,6 +171,16 @@ StatusOr<size_t> site_kernel(const ir::Graph& g, const schedule::Schedule& s, co
   return k;
 }
 
+StatusOr<schedule::Schedule> set_kernel_knob(const ir::Graph& g, const schedule::Schedule& s, const Site& site,
+                                             KernelRule illegal, std::string_view skill, const std::string& knob,
+                                             int64_t value) {
+  KF_ASSIGN_OR_RETURN(const size_t k, site_kernel(g, s, site, illegal, skill));
+  schedule::Schedule out = s;
+  out.kernels[k].knobs[knob] = value;
+  out.applied.push_back(std::string(skill) + ": " + site.what);
+  return out;
+}
+
 int kernel_of(const schedule::Schedule& s, int node) {
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const auto& nodes = s.kernels[k].nodes;

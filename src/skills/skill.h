@@ -52,6 +52,11 @@ std::vector<Site> kernel_sites(const ir::Graph& g, const schedule::Schedule& s, 
 // invalid_argument that names `skill` when the site is not one kernel of `s` or is illegal.
 StatusOr<size_t> site_kernel(const ir::Graph& g, const schedule::Schedule& s, const Site& site, KernelRule illegal,
                              std::string_view skill);
+// The apply of a skill that sets one knob of one kernel: `s` with kernel site_kernel(...)'s knob `knob` set to
+// `value`, and "<skill>: <site.what>" appended to `applied`.
+StatusOr<schedule::Schedule> set_kernel_knob(const ir::Graph& g, const schedule::Schedule& s, const Site& site,
+                                             KernelRule illegal, std::string_view skill, const std::string& knob,
+                                             int64_t value);
 
 // The index of the kernel that computes `node`, or -1.
 int kernel_of(const schedule::Schedule& s, int node);
