@@ -144,6 +144,11 @@ class BenchRun {
     req.timeout_seconds = 300;
     return req;
   }
+  // The iterate step: r's candidate gave `first` (a wrong answer or a fault); builds and verifies the
+  // fallback plans in order until one is correct. Fills `out` (r with the final candidate, every
+  // attempt recorded) and answers whether anything was tried.
+  bool fall_back(const BenchRecord& r, const sandbox::EvalResult& first, sandbox::HarnessWorker& worker,
+                 BenchRecord& out);
   void reverify_alone();
   void profile_all();
   void progress(const BenchRecord& r, const std::string& what);
@@ -267,7 +272,13 @@ void BenchRun::verify_loop() {
     const sandbox::EvalRequest req = verify_request(r);
     auto t0 = std::chrono::steady_clock::now();
     auto res = worker.evaluate(req);
+    BenchRecord safer;  // the fallback's candidate when the first one was wrong (built outside the lock)
+    const bool fell_back = res.is_ok() && falls_back(res->outcome) && fall_back(r, res.value(), worker, safer);
     std::lock_guard<std::mutex> lock(mu_);
+    if (fell_back) {
+      r = std::move(safer);
+      res = r.result;
+    }
     if (isolation_.empty()) isolation_ = worker.isolation();
     r.skipped = false;
     r.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -282,6 +293,41 @@ void BenchRun::verify_loop() {
                     (r.result.outcome == sandbox::Outcome::kOk ? "" : " " + r.result.message.substr(0, 100)));
     save();
   }
+}
+
+bool BenchRun::fall_back(const BenchRecord& r, const sandbox::EvalResult& first, sandbox::HarnessWorker& worker,
+                         BenchRecord& out) {
+  out = r;
+  Json last_schedule = written_schedule(r.out_dir);
+  out.attempts.push_back(attempt_json("default", first, last_schedule, r.out_dir));
+  out.result = first;
+  for (const auto& fb : fallback_plans(plan_options(args_.common))) {
+    if (past_time_limit()) break;
+    const fs::path dir = r.out_dir.parent_path() / (r.out_dir.filename().string() + "." + fb.name);
+    auto turn = import_plan_build(r.problem.path.string(), protocol_, dir, {.plan = fb.plan, .force = true, .jobs = 1});
+    if (!turn.is_ok() || !turn->built.build.ok) {
+      progress(r, "fallback " + fb.name + ": not built");
+      continue;
+    }
+    Json sched = written_schedule(dir);
+    if (same_program(sched, last_schedule)) continue;  // as the attempt before: nothing new to learn
+    last_schedule = sched;
+    sandbox::EvalRequest req = verify_request(r);
+    req.candidate = dir / "model_new.py";
+    auto res = worker.evaluate(req);
+    if (!res.is_ok()) break;
+    out.attempts.push_back(attempt_json(fb.name, res.value(), sched, dir));
+    progress(r, "fallback " + fb.name + ": " + sandbox::outcome_name(res->outcome));
+    if (res->outcome != sandbox::Outcome::kOk) continue;
+    out.out_dir = dir;
+    out.result = std::move(res).value();
+    out.floor_seconds = turn->built.cost.floor_seconds;
+    out.predicted_seconds = turn->built.cost.seconds;
+    out.features = costmodel::candidate_features(turn->graph, turn->sched, turn->built.cost);
+    out.schedule_hash = costmodel::schedule_hash(turn->graph, turn->sched);
+    break;
+  }
+  return true;
 }
 
 // Parallel workers share the GPU's memory, so a big problem can run out of it only because its

@@ -99,6 +99,7 @@ OrderedJson record_json(const BenchRecord& r) {
   j["build_seconds"] = r.build_seconds;
   j["verify_seconds"] = r.verify_seconds;
   j["out_dir"] = r.out_dir.string();
+  if (!r.attempts.empty()) j["attempts"] = r.attempts;
   if (!r.schedule_hash.empty()) j["schedule_hash"] = r.schedule_hash;
   if (!r.features.empty()) {
     OrderedJson f;

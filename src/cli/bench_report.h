@@ -32,7 +32,10 @@ struct BenchRecord {
   double verify_seconds = 0;
   std::string schedule_hash;     // costmodel::schedule_hash of the candidate built
   std::vector<double> features;  // costmodel::candidate_features (the measurement database's columns)
-  bool skipped = true;           // no final result yet (not reached before --time-limit): left out of tables and JSON
+  // The candidates tried before this one (the iterate step: cli::fallback_plans), each with its outcome;
+  // empty when the first candidate was final. out_dir is the final candidate's folder.
+  OrderedJson attempts = OrderedJson::array();
+  bool skipped = true;  // no final result yet (not reached before --time-limit): left out of tables and JSON
 };
 
 // One problem's record as bench.json holds it; and back, for --resume (nullopt: not a final result).

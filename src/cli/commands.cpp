@@ -102,6 +102,7 @@ int finish(const Turn& t, const Protocol& protocol, const sandbox::EvalResult& r
            bool json, const char* command) {
   OrderedJson report = report_json(t.graph, t.sched, t.built, protocol, result, t.stages);
   if (!t.agent.is_null()) report["agent"] = t.agent;
+  if (!t.attempts.empty()) report["attempts"] = t.attempts;
   report["out_dir"] = fs::absolute(out_dir).string();
   if (auto s = write_file(out_dir / "report.json", report.dump(2) + "\n"); !s.is_ok()) return report_error(s, command);
   if (!t.built.build.ok) {
@@ -115,8 +116,9 @@ int finish(const Turn& t, const Protocol& protocol, const sandbox::EvalResult& r
     std::cout << report.dump(2) << "\n";
   } else {
     std::cout << report_table(t.graph, t.sched, t.built, protocol, result, command)
-              << (t.agent.is_null() ? "" : agent_summary(t.agent)) << "wrote " << out_dir.string()
-              << "/ (model_new.py, kernels/, " << library_file_name(t.graph.name) << ", report.json)\n";
+              << (t.agent.is_null() ? "" : agent_summary(t.agent)) << attempts_summary(t.attempts) << "wrote "
+              << out_dir.string() << "/ (model_new.py, kernels/, " << library_file_name(t.graph.name)
+              << ", report.json)\n";
   }
   return result.outcome == sandbox::Outcome::kOk ? kExitOk : kExitFailedResult;
 }
@@ -162,6 +164,37 @@ int run_optimize(const OptimizeArgs& a) {
     if (!measured.is_ok()) return report_error(measured.status(), "optimize");
     result = std::move(measured).value();
     t->stages["evaluate"] = since(t0);
+    if (falls_back(result.outcome)) {
+      // The iterate step: a wrong answer is feedback. Safer plans are built beside (out/attempts/<plan>) and
+      // verified in order; the first correct one is rebuilt into out (from the build cache) as the result.
+      OrderedJson attempts = OrderedJson::array();
+      Json last = written_schedule(out);
+      attempts.push_back(attempt_json("default", result, last, out));
+      for (const auto& fb : fallback_plans(plan_options(a.common))) {
+        const fs::path dir = out / "attempts" / fb.name;
+        auto turn = import_plan_build(a.problem, protocol.value(), dir,
+                                      {.plan = fb.plan, .force = true, .jobs = a.common.jobs});
+        if (!turn.is_ok() || !turn->built.build.ok) continue;
+        Json sched = written_schedule(dir);
+        if (same_program(sched, last)) continue;
+        last = sched;
+        std::fprintf(stderr, "kforge optimize: %s; trying the %s plan...\n", sandbox::outcome_name(result.outcome),
+                     fb.name.c_str());
+        auto again = evaluate_candidate(worker, a.problem, dir, protocol.value(), /*profile=*/true, a.trials);
+        if (!again.is_ok()) return report_error(again.status(), "optimize");
+        attempts.push_back(attempt_json(fb.name, again.value(), sched, dir));
+        if (again->outcome != sandbox::Outcome::kOk) continue;
+        auto final_turn = import_plan_build(a.problem, protocol.value(), out,
+                                            {.plan = fb.plan, .force = true, .jobs = a.common.jobs});
+        if (!final_turn.is_ok()) return report_error(final_turn.status(), "optimize");
+        final_turn->stages = t->stages;
+        final_turn->agent = t->agent;
+        t = std::move(final_turn);
+        result = std::move(again).value();
+        break;
+      }
+      t->attempts = attempts;
+    }
   }
   return finish(t.value(), protocol.value(), result, out, a.common.json, "optimize");
 }

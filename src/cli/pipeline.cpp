@@ -241,6 +241,59 @@ StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& proto
   return t;
 }
 
+std::vector<FallbackPlan> fallback_plans(const skills::DefaultPlanOptions& plan) {
+  FallbackPlan exact{"exact-fp32", plan};
+  exact.plan.base.precision = "fp32";
+  exact.plan.base.tolerance = 1e-12;  // positive (check_schedule), far below what any precision skill needs
+  FallbackPlan none{"no-skills", exact.plan};
+  for (const auto& skill : skills::all_skills()) none.plan.disabled.insert(std::string(skill.name));
+  return {exact, none};
+}
+
+bool falls_back(sandbox::Outcome o) {
+  return o == sandbox::Outcome::kWrongAnswer || o == sandbox::Outcome::kRuntimeFault;
+}
+
+Json written_schedule(const fs::path& dir) {
+  auto text = read_file(dir / "schedule.json");
+  if (!text.is_ok()) return nullptr;
+  auto j = parse_json(text.value(), (dir / "schedule.json").string());
+  return j.is_ok() ? j.value() : Json(nullptr);
+}
+
+std::string attempts_summary(const OrderedJson& attempts) {
+  std::ostringstream os;
+  for (const auto& a : attempts) {
+    os << "attempt " << a.value("plan", "?") << ": " << a.value("outcome", "?");
+    if (a.contains("max_abs_err") && a["max_abs_err"].is_number())
+      os << " (max abs err " << a["max_abs_err"].get<double>() << ")";
+    os << ", precision " << a.value("precision", "?") << ", " << a["skills_applied"].size() << " skills applied\n";
+  }
+  return os.str();
+}
+
+bool same_program(const Json& a, const Json& b) {
+  if (!a.is_object() || !b.is_object()) return false;
+  for (const char* key : {"precision", "cuda_graph", "kernels"}) {
+    if (a.value(key, Json()) != b.value(key, Json())) return false;
+  }
+  return true;
+}
+
+OrderedJson attempt_json(const std::string& plan, const sandbox::EvalResult& r, const Json& schedule,
+                         const fs::path& dir) {
+  OrderedJson j;
+  j["plan"] = plan;
+  j["outcome"] = sandbox::outcome_name(r.outcome);
+  j["max_abs_err"] = r.max_abs_err ? OrderedJson(*r.max_abs_err) : OrderedJson(nullptr);
+  j["max_rel_err"] = r.max_rel_err ? OrderedJson(*r.max_rel_err) : OrderedJson(nullptr);
+  j["precision"] = schedule.is_object() ? schedule.value("precision", "") : "";
+  j["skills_applied"] = schedule.is_object() && schedule.contains("applied") ? schedule["applied"] : Json::array();
+  j["dir"] = dir.string();
+  if (!r.message.empty() && r.outcome != sandbox::Outcome::kOk) j["message"] = r.message.substr(0, 1000);
+  return j;
+}
+
 sandbox::EvalResult predicted_result(const BuiltProgram& b, const Protocol& p) {
   sandbox::EvalResult res;
   res.protocol = p.name;

@@ -83,6 +83,7 @@ struct Turn {
   BuiltProgram built;
   OrderedJson stages;  // seconds per stage
   OrderedJson agent;   // the agent's report when it planned (null: the default planner or a given schedule)
+  OrderedJson attempts = OrderedJson::array();  // the iterate step's candidates (attempt_json), when it ran
 };
 struct TurnOptions {
   std::string schedule_path;  // replay this schedule instead of planning
@@ -93,6 +94,29 @@ struct TurnOptions {
 };
 StatusOr<Turn> import_plan_build(const std::string& input, const Protocol& protocol,
                                  const std::filesystem::path& out_dir, const TurnOptions& options);
+
+// The iterate step (issue #21): the plans tried, in order, after a candidate gave a wrong answer or
+// faulted on the GPU. First the same skills with exact fp32 numerics (tolerance 1e-12: no skill may spend
+// any of it, so every TF32 and other-engine skill stays out), then one kernel per op with no skill at
+// all. A wrong answer is never the final result while a safer plan gives a correct one.
+struct FallbackPlan {
+  std::string name;  // "exact-fp32", "no-skills": also the candidate's folder beside the first one
+  skills::DefaultPlanOptions plan;
+};
+std::vector<FallbackPlan> fallback_plans(const skills::DefaultPlanOptions& plan);
+// The outcomes that send a candidate down the fallback plans: a wrong answer, a runtime fault.
+bool falls_back(sandbox::Outcome o);
+// One attempt as report.json and bench.json record it: plan name, outcome, errors, and the precision
+// and skills of its schedule (`schedule` as schedule.json holds it), folder.
+OrderedJson attempt_json(const std::string& plan, const sandbox::EvalResult& r, const Json& schedule,
+                         const std::filesystem::path& dir);
+// Lines for people: one per attempt ("" when there were none).
+std::string attempts_summary(const OrderedJson& attempts);
+// The schedule.json a build wrote into dir (null when unreadable).
+Json written_schedule(const std::filesystem::path& dir);
+// Whether two schedule.json contents build the same program (precision, kernels; not the tolerance
+// or the applied list).
+bool same_program(const Json& a, const Json& b);
 
 // The result a build earns without a GPU: compile_error, or ok with the cost model's time, predicted.
 sandbox::EvalResult predicted_result(const BuiltProgram& b, const Protocol& p);

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "skills/tf32_error.h"
+
 namespace kforge::skills {
 
 namespace {
@@ -36,7 +38,7 @@ std::string another_conv_engine_illegal(const ir::Graph& g, const schedule::Sche
   const auto family = ir::op_info(g.nodes()[static_cast<size_t>(k.nodes.front())].op).family;
   if (family != ir::OpFamily::kConv && family != ir::OpFamily::kConvTranspose)
     return "its first node is not a convolution";
-  return "";
+  return tf32_error_exceeds_tolerance(g, s, {k.nodes.front()});
 }
 
 std::vector<Site> tf32_contractions_sites(const ir::Graph& g, const schedule::Schedule& s) {
@@ -49,6 +51,9 @@ std::vector<Site> tf32_contractions_sites(const ir::Graph& g, const schedule::Sc
     site.kernels.push_back(static_cast<int>(k));
   }
   if (site.kernels.empty()) return {};
+  std::vector<int> nodes;
+  for (int k : site.kernels) nodes.push_back(contraction_node_of(g, s.kernels[static_cast<size_t>(k)]));
+  if (!tf32_error_exceeds_tolerance(g, s, nodes).empty()) return {};
   site.what = "TF32 tensor cores for " + std::to_string(site.kernels.size()) + " cuBLAS kernels";
   return {site};
 }
@@ -56,8 +61,14 @@ std::vector<Site> tf32_contractions_sites(const ir::Graph& g, const schedule::Sc
 StatusOr<schedule::Schedule> tf32_contractions(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
   KF_RETURN_IF_ERROR(tolerance_allows_tf32(s, "tf32_contractions"));
   if (s.precision != "fp32") return invalid_argument("tf32_contractions: the precision is already " + s.precision);
-  if (tf32_contractions_sites(g, s).empty())
+  if (tf32_contractions_sites(g, s).empty()) {
+    std::vector<int> nodes;
+    for (const auto& k : s.kernels)
+      if (is_cublas(k) && contraction_node_of(g, k) >= 0) nodes.push_back(contraction_node_of(g, k));
+    if (std::string why = tf32_error_exceeds_tolerance(g, s, nodes); !nodes.empty() && !why.empty())
+      return invalid_argument("tf32_contractions: " + why);
     return invalid_argument("tf32_contractions: no float32 cuBLAS kernel to run in TF32");
+  }
   schedule::Schedule out = s;
   out.precision = "tf32";
   out.applied.push_back("tf32_contractions: " + site.what);
