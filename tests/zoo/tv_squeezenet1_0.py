@@ -1,0 +1,26 @@
+"""torchvision squeezenet1_0 built with weights=None (no download), batch 2 at 224x224 (needs torchvision >= 0.13)."""
+import torch
+import torch.nn as nn
+import torchvision
+
+
+class Model(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.net = torchvision.models.squeezenet1_0(weights=None, num_classes=num_classes)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+batch_size = 2
+num_classes = 1000
+image_size = 224
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 3, image_size, image_size)]
+
+
+def get_init_inputs():
+    return [num_classes]
