@@ -23,6 +23,14 @@ import torch
 import torch.nn.functional as F
 
 
+class UserError(Exception):
+    """A problem the user can fix in the problem file: printed as one line, exit code 2."""
+
+
+class InternalError(Exception):
+    """A bug or missing piece of the importer itself: exit code 1."""
+
+
 class Unsupported(Exception):
     """A construct the importer cannot express; the tracer adds file:line and the callable name."""
 
@@ -63,6 +71,10 @@ class Rule(NamedTuple):
     run: Any = None       # run(a) -> result, instead of calling the real callable
     fallback: Any = None  # fallback(a) -> result, when the real callable fails on meta tensors
 
+
+# in-place calls that change a tensor's shape or flags, not its values
+METADATA_INPLACE = {"unsqueeze_", "squeeze_", "transpose_", "t_", "swapaxes_", "swapdims_", "resize_", "resize_as_",
+                    "as_strided_", "detach_", "requires_grad_", "share_memory_", "set_"}
 
 RULES = {}   # callable -> Rule
 NAMES = {}   # callable -> the dotted name it was registered under
@@ -380,6 +392,55 @@ def where(a):
 def masked_fill(a):
     value = Const(a.value, a.out.dtype) if is_num(a.value) else a.value
     return Emit("where", [a.mask, value, a.input], {})
+
+
+# ---------------------------------------------------------------- logical ops
+
+def _logical(op, a, *xs):
+    """logical_* ops take any dtype (nonzero is true) and give bool; an in-place call keeps its input's dtype."""
+    xs = [Const(bool(x), torch.bool) if is_num(x) else x for x in xs]
+    if a.out.dtype == torch.bool:
+        return Emit(op, xs, {})
+    mid = a.meta(torch.empty, shape(a.out), dtype=torch.bool, device="meta")
+    return [Emit(op, xs, {}, mid), Emit("cast", [mid], {"dtype": a.out.dtype})]
+
+
+def _bool_only(a, *xs):
+    """Bitwise ops are logical ops on bool tensors; on integers they are bit operations kforge lacks."""
+    for x in xs:
+        if isinstance(x, torch.Tensor) and x.dtype != torch.bool:
+            raise Unsupported(f"bitwise operation on a {DTYPES.get(x.dtype, x.dtype)} tensor "
+                              f"(kforge has logical ops, for bool tensors)")
+
+
+@rule("torch.logical_not Tensor.logical_not Tensor.logical_not_", "input", "logical_not cast")
+def logical_not(a):
+    return _logical("logical_not", a, a.input)
+
+
+@rule("torch.bitwise_not Tensor.bitwise_not Tensor.bitwise_not_ Tensor.__invert__", "input", "logical_not")
+def bitwise_not(a):
+    _bool_only(a, a.input)
+    return _logical("logical_not", a, a.input)
+
+
+def _logical_binary(op, bitwise):
+    def norm(a):
+        if bitwise:
+            _bool_only(a, a.input, a.other)
+        return _logical(op, a, a.input, a.other)
+    norm.__name__ = op
+    return norm
+
+
+rule("torch.logical_and Tensor.logical_and Tensor.logical_and_", "input, other", "logical_and cast")(
+    _logical_binary("logical_and", False))
+rule("torch.logical_or Tensor.logical_or Tensor.logical_or_", "input, other", "logical_or cast")(
+    _logical_binary("logical_or", False))
+rule("torch.bitwise_and Tensor.bitwise_and Tensor.bitwise_and_ Tensor.__and__ Tensor.__rand__ Tensor.__iand__",
+     "input, other", "logical_and")(_logical_binary("logical_and", True))
+rule("torch.bitwise_or Tensor.bitwise_or Tensor.bitwise_or_ Tensor.__or__ Tensor.__ror__ Tensor.__ior__",
+     "input, other", "logical_or")(_logical_binary("logical_or", True))
 
 
 # ---------------------------------------------------------------- reductions
@@ -938,24 +999,56 @@ def select(a):
 _GETITEM, _SETITEM = torch.Tensor.__getitem__, torch.Tensor.__setitem__
 
 
+def _dispatched(func, self, index, *rest):
+    """torch 1.13 does not call __torch_function__ for an index that holds a tensor: ask for it here."""
+    from torch.overrides import handle_torch_function, has_torch_function
+    if any(isinstance(i, torch.Tensor) for i in index) and has_torch_function((self,)):
+        return True, handle_torch_function(func, (self,), self, index, *rest)
+    return False, None
+
+
 def tensor_getitem(self, index):
     """Installed as Tensor.__getitem__ while importing: torch 1.13 skips __torch_function__ for x[i]."""
-    return _GETITEM(self, index if isinstance(index, tuple) else (index,))
+    index = index if isinstance(index, tuple) else (index,)
+    done, out = _dispatched(tensor_getitem, self, index)
+    return out if done else _GETITEM(self, index)
 
 
 def tensor_setitem(self, index, value):
-    return _SETITEM(self, index if isinstance(index, tuple) else (index,), value)
+    index = index if isinstance(index, tuple) else (index,)
+    done, out = _dispatched(tensor_setitem, self, index, value)
+    return out if done else _SETITEM(self, index, value)
 
 
 tensor_setitem.__name__ = "__setitem__"  # so the tracer sees an in-place call
 NAMES[tensor_setitem] = "Tensor.__setitem__"
 
 
-@rule("Tensor.__getitem__", "input, index", "select slice reshape", objs=[("Tensor.__getitem__", tensor_getitem)])
+def _index_select_plan(a, x, idx):
+    """x[..., index, ...] with one integer index tensor and full slices elsewhere -> index_select (+ reshapes)."""
+    k = next(i for i, item in enumerate(idx) if isinstance(item, torch.Tensor))
+    index, others = idx[k], idx[:k] + idx[k + 1:]
+    if (index.dtype not in (torch.int64, torch.int32) or others.count(Ellipsis) > 1
+            or any(o is not Ellipsis and o != slice(None) for o in others)):
+        raise Unsupported("advanced indexing other than one integer index tensor among full slices")
+    d = x.dim() - len(idx) + k if Ellipsis in idx[:k] else k
+    if index.dim() == 1:
+        return Emit("index_select", [x, index], {"dim": d})
+    flat = a.meta(index.reshape, [index.numel()])
+    picked = a.meta(torch.index_select, x, d, flat)
+    return [Emit("reshape", [index], {"shape": [index.numel()]}, flat),
+            Emit("index_select", [x, flat], {"dim": d}, picked), Emit("reshape", [picked], {"shape": shape(a.out)})]
+
+
+@rule("Tensor.__getitem__", "input, index", "select slice reshape index_select",
+      objs=[("Tensor.__getitem__", tensor_getitem)])
 def getitem(a):
-    """Basic indexing (ints, slices, None, ...) -> a chain of select/slice/reshape nodes."""
+    """Basic indexing (ints, slices, None, ...) -> a chain of select/slice/reshape nodes; one integer index
+    tensor among full slices -> index_select."""
     x = a.input
     idx = a.index if isinstance(a.index, tuple) else (a.index,)
+    if sum(isinstance(item, torch.Tensor) for item in idx) == 1 and not any(item is None for item in idx):
+        return _index_select_plan(a, x, idx)
     for item in idx:
         if isinstance(item, (torch.Tensor, list, bool)) or not (
                 item is None or item is Ellipsis or isinstance(item, slice) or hasattr(item, "__index__")):
@@ -1051,6 +1144,191 @@ def triu(a):
     return Emit("triu", [a.input], {"diagonal": a.diagonal})
 
 
+# ---------------------------------------------------------------- windows, padding, lookups
+
+@rule("Tensor.unfold", "input, dimension, size, step", "unfold")
+def unfold(a):
+    return Emit("unfold", [a.input], {"dim": dim(a.dimension, a.input.dim()), "size": a.size, "step": a.step})
+
+
+def _pad_value(v):
+    return 0.0 if v is None else finite(float(v), "value")
+
+
+@rule("F.pad", "input, pad, mode='constant', value=None", "constant_pad")
+def pad(a):
+    if a.mode != "constant":
+        raise Unsupported(f"mode={a.mode!r} (kforge pads with a constant only)")
+    return Emit("constant_pad", [a.input], {"pad": [int(p) for p in a.pad], "value": _pad_value(a.value)})
+
+
+@rule("torch.constant_pad_nd", "input, pad, value=0", "constant_pad")
+def constant_pad_nd(a):
+    return Emit("constant_pad", [a.input], {"pad": [int(p) for p in a.pad], "value": _pad_value(a.value)})
+
+
+def _index_tensor(x):
+    if x.dtype not in (torch.int64, torch.int32):
+        raise Unsupported(f"an index tensor of dtype {DTYPES.get(x.dtype, x.dtype)} (int64 or int32 expected)")
+    return x
+
+
+@rule("F.embedding", "input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, "
+      "sparse=False", "embedding")
+def embedding(a):
+    if a.max_norm is not None:
+        raise Unsupported("max_norm= (it renormalizes the weight in place)")
+    return Emit("embedding", [a.weight, _index_tensor(a.input)], {})
+
+
+@rule("torch.embedding", "weight, input, padding_idx=-1, scale_grad_by_freq=False, sparse=False", "embedding")
+def torch_embedding(a):
+    return Emit("embedding", [a.weight, _index_tensor(a.input)], {})
+
+
+@rule("torch.index_select Tensor.index_select", "input, dim, index", "index_select")
+def index_select(a):
+    return Emit("index_select", [a.input, _index_tensor(a.index)], {"dim": dim(a.dim, a.input.dim())})
+
+
+@rule("torch.gather Tensor.gather", "input, dim, index, *, sparse_grad=False", "gather")
+def gather(a):
+    return Emit("gather", [a.input, _index_tensor(a.index)], {"dim": dim(a.dim, a.input.dim())})
+
+
+# ---------------------------------------------------------------- in-place writes (x[i] = v, copy_, fill_)
+
+def index_ranges(x, index):
+    """Basic indexing x[index] (ints, step-1 slices, None, ...) -> one (start, end) per dim of x."""
+    idx = index if isinstance(index, tuple) else (index,)
+    consumed = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    ranges, d = [], 0
+    for item in idx:
+        if item is Ellipsis:
+            n = x.dim() - consumed
+            ranges += [(0, int(x.shape[d + k])) for k in range(n)]
+            d += n
+        elif item is None:
+            continue
+        elif isinstance(item, slice):
+            start, stop, step = item.indices(int(x.shape[d]))
+            if step != 1:
+                raise Unsupported(f"a write through a slice with step {step}")
+            ranges.append((start, max(start, stop)))
+            d += 1
+        elif not isinstance(item, (torch.Tensor, list, bool)) and hasattr(item, "__index__"):
+            i = int(item.__index__())
+            i = i + int(x.shape[d]) if i < 0 else i
+            ranges.append((i, i + 1))
+            d += 1
+        else:
+            raise Unsupported(f"a write through advanced indexing with {type(item).__name__} "
+                              f"(ints, slices, None, ... or one bool mask are supported)")
+    ranges += [(0, int(s)) for s in x.shape[d:]]
+    return ranges
+
+
+def _value_as(x, value, view_shape, meta, steps):
+    """The written value as a tensor of view_shape in x's dtype (numbers become `full`)."""
+    if is_num(value):
+        v = meta(torch.empty, view_shape, dtype=x.dtype, device="meta")
+        steps.append(Emit("full", [], {"shape": view_shape, "value": finite(value, "value"), "dtype": x.dtype}, v))
+        return v
+    if not isinstance(value, torch.Tensor):
+        raise Unsupported(f"writing a {type(value).__name__}")
+    v = value
+    if v.dtype != x.dtype:
+        nxt = meta(v.to, x.dtype)
+        steps.append(Emit("cast", [v], {"dtype": x.dtype}, nxt))
+        v = nxt
+    if shape(v) != view_shape:
+        if v.dim() > len(view_shape):  # leading 1s are dropped, as torch does
+            if any(int(s) != 1 for s in v.shape[:v.dim() - len(view_shape)]):
+                raise Unsupported(f"a value of shape {shape(value)} written into {view_shape}")
+            nxt = meta(v.reshape, shape(v)[v.dim() - len(view_shape):])
+            steps.append(Emit("reshape", [v], {"shape": shape(nxt)}, nxt))
+            v = nxt
+        if shape(v) != view_shape:
+            nxt = meta(v.expand, view_shape)
+            steps.append(Emit("expand", [v], {"shape": view_shape}, nxt))
+            v = nxt
+    return v
+
+
+def write_plan(x, index, value, meta, target):
+    """x[index] = value as nodes whose last value is bound to `target`: slices of x around the written
+    region, concatenated back together per restricted dim; a bool mask over x's leading dims -> where."""
+    idx = index if isinstance(index, tuple) else (index,)
+    steps = []
+    if len(idx) == 1 and isinstance(idx[0], torch.Tensor) and idx[0].dtype == torch.bool:
+        mask = idx[0]
+        if shape(mask) != shape(x)[:mask.dim()]:
+            raise Unsupported(f"a bool mask of shape {shape(mask)} for a tensor of shape {shape(x)}")
+        if isinstance(value, torch.Tensor) and value.dim() > 0:
+            raise Unsupported("x[mask] = tensor (the number of written elements depends on the data)")
+        if mask.dim() < x.dim():
+            m2 = meta(mask.reshape, shape(mask) + [1] * (x.dim() - mask.dim()))
+            steps.append(Emit("reshape", [mask], {"shape": shape(m2)}, m2))
+            mask = m2
+        v = _value_as(x, value, [], meta, steps) if not is_num(value) else Const(value, x.dtype)
+        return steps + [Emit("where", [mask, v, x], {}, target)]
+    ranges = index_ranges(x, idx)
+    region = [e - s for s, e in ranges]
+    view_shape = region if is_num(value) else shape(meta(x.__getitem__, idx))
+    v = _value_as(x, value, view_shape, meta, steps)
+    if view_shape != region:  # ints and None in the index: back to one dim per dim of x
+        nxt = meta(v.reshape, region)
+        steps.append(Emit("reshape", [v], {"shape": region}, nxt))
+        v = nxt
+    restricted = [(d, s, e) for d, (s, e) in enumerate(ranges) if (s, e) != (0, int(x.shape[d]))]
+
+    def narrow(cur, d, lo, hi):
+        piece = meta(cur.narrow, d, lo, hi - lo)
+        steps.append(Emit("slice", [cur], {"dim": d, "start": lo, "end": hi, "step": 1}, piece))
+        return piece
+
+    def place(cur, k):
+        if k == len(restricted):
+            return v
+        d, s, e = restricted[k]
+        n = int(cur.shape[d])
+        inner = place(narrow(cur, d, s, e), k + 1) if k + 1 < len(restricted) else v
+        pieces = ([narrow(cur, d, 0, s)] if s > 0 else []) + [inner] + ([narrow(cur, d, e, n)] if e < n else [])
+        out = meta(torch.cat, pieces, d)
+        steps.append(Emit("cat", pieces, {"dim": d}, out))
+        return out
+
+    if any(s == e for s, e in ranges):  # nothing is written
+        return [Alias(x, target)]
+    result = place(x, 0)
+    if steps and steps[-1].out is result:
+        steps[-1] = steps[-1]._replace(out=target)
+    else:
+        steps.append(Alias(result, target))
+    return steps
+
+
+@rule("Tensor.__setitem__", "input, index, value", "slice cat reshape expand cast full where",
+      objs=[("Tensor.__setitem__", tensor_setitem)])
+def setitem(a):
+    return write_plan(a.input, a.index, a.value, a.meta, a.input)
+
+
+@rule("Tensor.copy_", "input, src, non_blocking=False", "reshape expand cast")
+def copy_(a):
+    return write_plan(a.input, (Ellipsis,), a.src, a.meta, a.input)
+
+
+@rule("Tensor.fill_", "input, value", "full expand cast")
+def fill_(a):
+    return write_plan(a.input, (Ellipsis,), a.value, a.meta, a.input)
+
+
+@rule("Tensor.zero_ torch.zero_", "input", "full")
+def zero_(a):
+    return write_plan(a.input, (Ellipsis,), 0, a.meta, a.input)
+
+
 # ---------------------------------------------------------------- constants created inside forward
 
 def _full(value):
@@ -1083,6 +1361,18 @@ FACTORIES = {resolve(n) for n in (
     "torch.linspace torch.logspace torch.eye torch.randperm torch.normal torch.as_tensor torch.scalar_tensor "
     "torch.empty_strided torch.zeros_like torch.ones_like torch.empty_like torch.full_like torch.rand_like "
     "torch.randn_like torch.randint_like").split()} - {None}
+
+# factories whose values follow from their Python arguments: small results also get a CPU twin (importer)
+TWIN_FACTORIES = {resolve(n) for n in (
+    "torch.zeros torch.ones torch.full torch.tensor torch.arange torch.linspace torch.logspace torch.eye "
+    "torch.as_tensor torch.scalar_tensor").split()} - {None}
+
+# draws of random numbers (in forward they make the output a function of the generator, not of the inputs)
+RANDOM = {resolve(n) for n in (
+    "torch.rand torch.randn torch.randint torch.rand_like torch.randn_like torch.randint_like torch.normal "
+    "torch.bernoulli torch.multinomial torch.poisson torch.randperm Tensor.uniform_ Tensor.normal_ Tensor.random_ "
+    "Tensor.bernoulli Tensor.bernoulli_ Tensor.exponential_ Tensor.geometric_ Tensor.cauchy_ Tensor.log_normal_ "
+    "Tensor.multinomial").split()} - {None}
 
 
 _REVERSE = {}

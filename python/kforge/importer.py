@@ -4,7 +4,8 @@
 The problem file is loaded as a module; Model(*get_init_inputs()) is built and get_inputs() is called
 with every tensor factory forced onto the meta device (a 6 GB input costs nothing), then forward runs
 under a TorchFunctionMode that records each top-level torch call as nodes (see import_ops.py for the
-callable -> op table). Shapes and dtypes on nodes are what torch computed. The format is described in
+callable -> op table; a Python torch function without a rule is traced into, a C++ one is captured as ATen
+ops by aten_capture.py). Shapes and dtypes on nodes are what torch computed. The format is described in
 docs/graph-format.md; ops and attrs are checked against src/ir/ops.def before anything is written.
 """
 import argparse
@@ -18,23 +19,16 @@ import os
 import random
 import re
 import sys
+import types
 import warnings
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from . import import_ops as ops
-from .import_ops import Alias, Args, Unsupported, DTYPES
+from .import_ops import Alias, Args, Unsupported, DTYPES, UserError, InternalError  # noqa: F401
 
 FORMAT = "kforge.graph/1"
-
-
-class UserError(Exception):
-    """A problem the user can fix in the problem file: printed as one line, exit code 2."""
-
-
-class InternalError(Exception):
-    """A bug or missing piece of the importer itself: exit code 1."""
 
 
 # ---------------------------------------------------------------- ops.def schema
@@ -96,6 +90,13 @@ def load_schema(path=None):
     return schema
 
 
+NON_FINITE = ("inf", "-inf", "nan")
+
+
+def non_finite_name(v):
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
 def coerce_attr(op, name, atype, nullable, v):
     """Write an attr value in the schema's type (ints as int lists, dtypes as names, floats as floats)."""
     if v is None:
@@ -104,8 +105,8 @@ def coerce_attr(op, name, atype, nullable, v):
         return None
     if atype == "int":
         return int(v)
-    if atype in ("float", "scalar") and not math.isfinite(float(v)):
-        raise Unsupported(f"non-finite value {v} for {op}.{name} (JSON cannot hold it)")
+    if atype in ("float", "scalar") and (v in NON_FINITE or not math.isfinite(float(v))):
+        return non_finite_name(float(v))  # JSON has no inf or nan: the C++ reader takes these three strings
     if atype == "float":
         return float(v)
     if atype == "bool":
@@ -333,11 +334,76 @@ class _Mode(TorchFunctionMode):
         return self.tracer.call(func, args, kwargs or {})
 
 
+_NO_DISPATCH = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
+_OPAQUE_PY = {"__repr__", "__str__", "__format__", "__reduce__", "__reduce_ex__", "__setstate__", "__dir__",
+              "__hash__", "__array__", "__array_wrap__", "__len__", "__contains__", "__deepcopy__"}
+_METADATA_INPLACE = ops.METADATA_INPLACE
+_VIEW_INDEXERS = {ops.resolve(n) for n in "Tensor.__getitem__ Tensor.select torch.select Tensor.narrow "
+                  "torch.narrow".split()} | {ops.tensor_getitem}
+_VIEW_INDEXERS.discard(None)
+_TWIN_LIMIT = 1 << 16  # elements: constants this small are also computed on the CPU, so their data can be read
+
+
+def _undispatched(func):
+    """A copy of a Python torch function whose own has_torch_function check answers no: its body runs under
+    the mode, so the torch calls it makes are traced one by one instead of the call dispatching again."""
+    g = dict(func.__globals__)
+    for n in _NO_DISPATCH:
+        g[n] = lambda *a, **k: False
+    f = types.FunctionType(func.__code__, g, func.__name__, func.__defaults__, func.__closure__)
+    f.__kwdefaults__ = func.__kwdefaults__
+    return f
+
+
+def _swap(obj, table):
+    """obj with every tensor replaced by table[id(tensor)] (lists, tuples and dicts are rebuilt)."""
+    if isinstance(obj, torch.Tensor):
+        return table[id(obj)][1]
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_swap(o, table) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _swap(v, table) for k, v in obj.items()}
+    return obj
+
+
+def _extent(t):
+    lo = hi = t.storage_offset()
+    for n, s in zip(t.shape, t.stride()):
+        lo, hi = (lo + (n - 1) * s, hi) if s < 0 else (lo, hi + (n - 1) * s)
+    return lo, hi
+
+
+def _footprint(t):
+    off = torch.tensor([t.storage_offset()], dtype=torch.int64, device="cpu")
+    for n, s in zip(t.shape, t.stride()):
+        off = (off.unsqueeze(-1) + torch.arange(int(n), dtype=torch.int64, device="cpu") * int(s)).reshape(-1)
+    return off
+
+
+def overlaps(a, b):
+    """Whether two tensors of one storage share an element: exact for small ones, else by extent."""
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    (alo, ahi), (blo, bhi) = _extent(a), _extent(b)
+    if ahi < blo or bhi < alo:
+        return False
+    lo, hi = min(alo, blo), max(ahi, bhi)
+    if a.numel() + b.numel() > (1 << 22) or hi - lo >= (1 << 26):
+        return True
+    try:
+        marks = torch.zeros(hi - lo + 1, dtype=torch.bool, device="cpu")
+        marks[_footprint(a) - lo] = True
+        return bool(marks[_footprint(b) - lo].any())
+    except Exception:
+        return True
+
+
 class Tracer:
     """Dispatches every torch call by phase: load/init (force meta), inputs (dists), forward (nodes)."""
 
-    def __init__(self, src, shown, schema):
+    def __init__(self, src, shown, schema, ops_def=None):
         self.src, self.shown, self.schema = src, shown, schema
+        self.ops_def = ops_def or ops_def_path()
         self.base = os.path.basename(src)
         self.phase = "load"
         self.depth = 0
@@ -345,6 +411,11 @@ class Tracer:
         self.poisoned = {}   # id(tensor) -> (tensor, error message)
         self.infos = {}      # id(tensor) -> (tensor, dist) during get_inputs
         self.created = {}    # storage key -> (tensor, sequence number) during Model construction
+        self.twins = {}      # id(meta tensor) -> (meta tensor, CPU tensor): constants whose data is known
+        self.by_storage = {}  # storage key -> tensors bound to values (to find the aliases of a mutated one)
+        self.views = {}      # id(view) -> (view, base, index, base shape): x[...] views, for in-place write-back
+        self.inside = []     # (function, shown name) of the Python torch functions being traced into
+        self.bodies = {}     # Python torch function -> its copy that does not dispatch (trace_into)
         self.nodes = []
         self.ids = itertools.count()
         self.model = None
@@ -362,6 +433,9 @@ class Tracer:
         line = self.user_line()
         return f"{self.shown}:{line}" if line else self.shown
 
+    def loc(self):
+        return f"{self.base}:{self.user_line()}"
+
     # -- running torch
     def run(self, fn, *args, **kwargs):
         self.depth += 1
@@ -376,6 +450,8 @@ class Tracer:
             kwargs.pop("pin_memory", None)
         if self.depth:
             return self.run(func, *args, **kwargs)
+        if func in _DATA_DEPENDENT and args and isinstance(args[0], torch.Tensor) and self.twin(args[0]) is not None:
+            return self.run(func, self.twin(args[0]), *args[1:], **kwargs)  # a constant's data is known
         if self.phase == "forward":
             return self.call_forward(func, args, kwargs)
         rule = ops.RULES.get(func)
@@ -388,6 +464,7 @@ class Tracer:
         elif self.phase == "init":
             for t in tensors_in(out):
                 self.created.setdefault(storage_key(t), (t, len(self.created)))
+        self.twin_call(func, args, kwargs, out)
         return out
 
     def args(self, func, rule, args, kwargs, out):
@@ -398,6 +475,45 @@ class Tracer:
             raise UserError(f"{self.where()}: unsupported call form of {ops.display_name(name)}: {e}")
         bound.apply_defaults()
         return Args(name, dict(bound.arguments), out, self.run)
+
+    # -- constants whose data is known at import time (twins: real CPU tensors beside the meta ones)
+    def twin(self, t):
+        hit = self.twins.get(id(t))
+        return hit[1] if hit is not None and hit[0] is t else None
+
+    def twin_call(self, func, args, kwargs, out):
+        """Compute a call's CPU twin when its inputs are all twins (or it is a deterministic factory)."""
+        outs = tensors_in(out)
+        if out is None and is_inplace(func) and args and isinstance(args[0], torch.Tensor):
+            outs = [args[0]]  # x[i] = v returns None
+        if not outs or (not self.twins and func not in ops.TWIN_FACTORIES):
+            return
+        ins = tensors_in(list(args) + list(kwargs.values()))
+        mutating = is_inplace(func) and ins and getattr(func, "__name__", "") not in _METADATA_INPLACE
+        known = func not in ops.RANDOM and all(self.twin(t) is not None for t in ins)
+        if known and not ins:
+            known = func in ops.TWIN_FACTORIES
+            kwargs = dict(kwargs, device="cpu")
+        if known and getattr(func, "__name__", "") in ("cuda", "cpu", "to") and len(outs) == 1:
+            self.twins[id(outs[0])] = (outs[0], self.twin(ins[0]).to(outs[0].dtype))  # the twins stay on the CPU
+            return
+        if known and sum(t.numel() for t in outs) <= _TWIN_LIMIT:
+            try:
+                res, ran = self.run(func, *_swap(list(args), self.twins), **_swap(kwargs, self.twins)), True
+            except Exception:
+                res, ran = None, False
+            cpu = tensors_in(res)
+            if ran and out is None and mutating:
+                return  # x[i] = v: the twin was updated the same way
+            if len(cpu) == len(outs) and all(c.shape == m.shape and c.dtype == m.dtype for c, m in zip(cpu, outs)):
+                for m, c in zip(outs, cpu):
+                    self.twins[id(m)] = (m, c)
+                return
+        if mutating:  # a twin whose meta tensor changed in a way we could not follow
+            key = storage_key(ins[0])
+            for k, (m, _) in list(self.twins.items()):
+                if storage_key(m) == key:
+                    del self.twins[k]
 
     # -- get_inputs: remember where each tensor came from
     def track_input(self, func, args, kwargs, out):
@@ -423,10 +539,12 @@ class Tracer:
                 raise UserError(f"{self.where()}: data-dependent control flow: a tensor value decides a Python "
                                 f"branch ({shown}); the importer traces shapes only")
             raise UserError(f"{self.where()}: data-dependent value: {shown} reads tensor data into Python")
+        if func in ops.RANDOM:
+            return self.call_random(func, shown, args, kwargs)
         rule = ops.RULES.get(func)
         if rule is None:
             return self.call_unknown(func, shown, args, kwargs)
-        loc = f"{self.base}:{self.user_line()}"
+        loc = self.loc()
         a = self.args(func, rule, args, kwargs, None)
         a.out = self.compute(func, rule, a, args, kwargs, shown)
         try:
@@ -438,6 +556,11 @@ class Tracer:
         except Exception as e:
             raise InternalError(f"normalizing {shown} at {self.where()}: {type(e).__name__}: {e}") from e
         self.materialize(plan, a.out, loc, shown)
+        if self.mutates(func) and isinstance(args[0], torch.Tensor):
+            self.mutated(args[0], shown, loc)
+        if func in _VIEW_INDEXERS and isinstance(a.out, torch.Tensor):
+            self.record_view(a)
+        self.twin_call(func, args, kwargs, a.out)
         return a.out
 
     def compute(self, func, rule, a, args, kwargs, shown):
@@ -455,25 +578,68 @@ class Tracer:
                 raise UserError(f"{self.where()}: {shown} has no meta-tensor kernel in torch {torch.__version__}")
             raise UserError(f"{self.where()}: {shown}: {type(e).__name__}: {first_line(e)}")
 
+    def call_random(self, func, shown, args, kwargs):
+        """A random draw in forward: its value is not a function of the inputs, so it cannot be checked
+        against the reference (which draws its own numbers); an error where the draw is used."""
+        out = self.run(func, *args, **kwargs)
+        msg = (f"{self.where()}: {shown} draws random numbers inside forward, so the output is not a function of "
+               f"the inputs and kforge cannot verify it against the reference; draw the tensor once in __init__ "
+               f"(self.register_buffer(...)) or return it from get_inputs()")
+        for t in tensors_in(out):
+            self.poison(t, msg)
+        return out
+
     def call_unknown(self, func, shown, args, kwargs):
-        """Not in the table: fine if its results are never used (size(), dim(), ...); else an error at use."""
-        if is_inplace(func) or "out" in kwargs:
-            raise UserError(f"{self.where()}: unsupported torch callable {shown} (in-place)")
-        msg = f"{self.where()}: unsupported torch callable {shown}"
+        """No rule: a Python function is traced into; a C++ one is captured as an ATen graph (aten_capture).
+        A call whose results are never used is fine (size(), dim(), ...); a failed capture errs at use."""
+        if kwargs.get("out") is not None:
+            raise UserError(f"{self.where()}: unsupported torch callable {shown} (out=)")
+        if (inspect.isfunction(func) and all(func is not f for f, _ in self.inside) and func.__name__ not in _OPAQUE_PY
+                and func.__code__.co_filename != self.src):
+            return self.trace_into(func, shown, args, kwargs)
+        if self.inside:
+            shown = f"{shown} (inside {self.inside[0][1]})"
+        msg, blamed = f"{self.where()}: unsupported torch callable {shown}", False
         for t in tensors_in(list(args) + list(kwargs.values())):  # blame the first unsupported call
             bad = self.poisoned.get(id(t))
             if bad is not None and bad[0] is t:
-                msg = bad[1]
+                msg, blamed = bad[1], True
                 break
         try:
             out = self.run(func, *args, **kwargs)
         except Exception:
             raise UserError(msg)
-        for t in tensors_in(out):
-            if id(t) not in self.values or self.values[id(t)][0] is not t:
-                self.poisoned[id(t)] = (t, msg)
+        if not tensors_in(out):
+            return out
+        from . import aten_capture
+        try:
+            if blamed:
+                raise aten_capture.CaptureFailed(msg)
+            out = aten_capture.capture(self, func, shown, args, kwargs, out)
+        except aten_capture.CaptureFailed as e:
+            for t in tensors_in(out):
+                if not self.bound(t) or self.mutates(func):
+                    self.poison(t, str(e))
+                    self.poison_overlapping(t, [t], str(e))
+        self.twin_call(func, args, kwargs, out)
         return out
 
+    def trace_into(self, func, shown, args, kwargs):
+        """Run a Python torch function's body under the mode: each torch call in it is recorded by its rule."""
+        body = self.bodies.get(func)
+        if body is None:
+            body = self.bodies[func] = _undispatched(func)
+        self.inside.append((func, shown))
+        try:
+            with _Mode(self):
+                return body(*args, **kwargs)
+        except UserError as e:
+            text = str(e)
+            raise UserError(text if "(inside " in text else f"{text} (inside {shown})") from None
+        finally:
+            self.inside.pop()
+
+    # -- values
     def value_of(self, t):
         hit = self.values.get(id(t))
         if hit is not None and hit[0] is t:
@@ -486,9 +652,72 @@ class Tracer:
         raise UserError(f"{self.where()}: tensor {attr}is not derived from forward's inputs, parameters or "
                         f"buffers (a plain tensor attribute? register it with register_buffer)")
 
+    def bound(self, t):
+        hit = self.values.get(id(t))
+        return hit is not None and hit[0] is t
+
     def bind(self, t, vid):
+        if not self.bound(t):
+            self.by_storage.setdefault(storage_key(t), []).append(t)
         self.values[id(t)] = (t, vid)
         self.poisoned.pop(id(t), None)
+
+    def poison(self, t, msg):
+        """t's value cannot be expressed: using it is an error with msg."""
+        self.values.pop(id(t), None)
+        self.poisoned[id(t)] = (t, msg)
+
+    # -- in-place updates: functional rebinding
+    def mutates(self, func):
+        """An in-place call that changes values (not one that only changes a view's shape)."""
+        return is_inplace(func) and getattr(func, "__name__", "") not in _METADATA_INPLACE
+
+    def record_view(self, a):
+        """Remember that a.out is the view a.input[index] (x[...], select, narrow), for write-back."""
+        base, out = a.input, a.out
+        if not isinstance(base, torch.Tensor) or storage_key(out) != storage_key(base):
+            return
+        if hasattr(a, "index") and not hasattr(a, "dim"):
+            index = a.index
+        else:
+            d = ops.dim(a.dim, base.dim())
+            if hasattr(a, "length"):
+                start = int(a.start) + int(base.shape[d]) if int(a.start) < 0 else int(a.start)
+                index = (slice(None),) * d + (slice(start, start + int(a.length)),)
+            else:
+                index = (slice(None),) * d + (int(a.index),)
+        self.views[id(out)] = (out, base, index, ops.shape(base))
+
+    def mutated(self, t, shown, loc):
+        """t was just updated in place and is bound to its new value: write the update back into the bases
+        it is an x[...] view of, and make every other tensor whose memory overlaps an error to use."""
+        chain, cur = [t], t
+        while True:
+            v = self.views.get(id(cur))
+            if v is None or v[0] is not cur:
+                break
+            _, base, index, base_shape = v
+            if ops.shape(base) != base_shape or not self.bound(base):
+                break
+            try:
+                self.materialize(ops.write_plan(base, index, cur, self.run, base), base, loc, shown)
+            except (UserError, Unsupported):
+                break
+            chain.append(base)
+            cur = base
+        self.poison_overlapping(t, chain, f"{self.where()}: {shown} updates memory in place that this tensor "
+                                          f"shares (a view taken before the update); kforge follows an in-place "
+                                          f"update only through the updated tensor itself and the x[...] views it "
+                                          f"was taken from (make the update out-of-place)")
+
+    def poison_overlapping(self, t, keep, msg):
+        """Every bound tensor but those in `keep` whose memory overlaps t's becomes an error to use."""
+        seen = {id(k) for k in keep}
+        for o in self.by_storage.get(storage_key(t), ()):
+            if id(o) not in seen and self.bound(o):
+                seen.add(id(o))
+                if self.run(overlaps, o, t):
+                    self.poison(o, msg)
 
     def input_id(self, x, loc):
         if x is None:
@@ -509,6 +738,9 @@ class Tracer:
             if isinstance(step, Alias):
                 self.bind(target, self.value_of(step.src))
                 continue
+            if step.op not in self.schema:
+                raise UserError(f"{self.where()}: {shown} needs the op `{step.op}`: kforge has no op for {step.op} yet "
+                                f"(it is not in {os.path.basename(self.ops_def)})")
             try:
                 ins = [self.input_id(x, loc) for x in step.inputs]
                 self.new_node(step.op, ins, step.attrs, target, loc)
@@ -632,7 +864,7 @@ def import_problem(path, mode="eval", ops_def=None):
         raise UserError(f"unknown mode {mode!r} (eval or train)")
     schema = load_schema(ops_def)
     src, shown = os.path.abspath(path), path
-    tracer = Tracer(src, shown, schema)
+    tracer = Tracer(src, shown, schema, ops_def)
     try:
         with preserved_rng(), tracing_patches(), warnings.catch_warnings(), _Mode(tracer):
             warnings.simplefilter("ignore")  # torch's deprecation notes would point at the importer

@@ -1,0 +1,980 @@
+# ATen capture: a C++ torch callable without an importer rule, traced by make_fx and recorded op by op.
+"""How a C++ composite (torch.lstm / gru / rnn_tanh / rnn_relu, F.unfold's im2col, torch.meshgrid, ...) becomes
+graph nodes.
+
+import_ops.py has a rule per torch callable the importer knows. A C++ callable without one is captured with
+PyTorch's own machinery: `make_fx` traces the call on the same meta tensors, with torch._decomp decompositions
+(`core_aten_decompositions()` on torch 2.x; on 1.13, which lacks it, the aten-to-aten entries of
+`torch._decomp.decomposition_table`), less the ops TABLE translates itself. The FX graph of ATen ops is then run
+again node by node on meta tensors, and each ATen op becomes kforge nodes through TABLE (ATen op name -> emitter
+returning Emit / Alias plans, as import_ops' normalizers do). An in-place ATen op (`add_`, `sigmoid_`, `copy_`)
+is recorded as its out-of-place form; the tracer rebinds the updated tensor and makes every overlapping alias an
+error to use. An ATen op that TABLE lacks makes its results errors to use, naming the op and the user's line.
+"""
+import operator
+import re
+
+import torch
+import torch.nn.functional as F
+
+from .import_ops import (METADATA_INPLACE, Alias, Const, Emit, Unsupported, UserError, _clamp_plan,
+                         _dtype_cast, _logical, _permute, _scaled, binary, dim, dims, finite, is_num, shape, tup,
+                         write_plan)
+
+
+class CaptureFailed(Exception):
+    """make_fx could not trace the call (no meta kernel, data-dependent shapes, ...); the message says why."""
+
+
+TABLE = {}  # ATen op name (the overload packet: "add", "native_layer_norm") -> emitter(a) -> plan
+
+
+def aten_rule(names):
+    def deco(fn):
+        for n in names.split():
+            TABLE[n] = fn
+        return fn
+    return deco
+
+
+def op_name(op):
+    packet = getattr(op, "overloadpacket", None)
+    return getattr(packet, "__name__", None) or str(op)
+
+
+def functional_name(name):
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+
+
+class AtenArgs:
+    """An ATen call's arguments by schema name (a.self, a.other, a.alpha, ...), its meta result `out`, `meta`
+    (runs torch untraced, for intermediate shapes) and `ctx` (state shared over one captured graph)."""
+
+    def __init__(self, op, args, kwargs, out, meta, ctx):
+        for i, arg in enumerate(op._schema.arguments):
+            if i < len(args) and not arg.kwarg_only:
+                v = args[i]
+            elif arg.name in kwargs:
+                v = kwargs[arg.name]
+            elif arg.has_default_value():
+                v = arg.default_value
+            else:
+                v = None
+            self.__dict__[arg.name] = v
+        self.aten_name = op_name(op)
+        self.overload = getattr(op, "_overloadname", "default")
+        self.out, self.meta, self.ctx = out, meta, ctx
+
+
+def _tensors(obj):
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in _tensors(o)]
+    return []
+
+
+# ---------------------------------------------------------------- decompositions
+
+_DECOMPOSITIONS = None
+
+
+def decompositions():
+    """torch 2.x: the core ATen table; 1.13 has none, so its aten-level decompositions (its table also sends ops
+    to prims through torch._refs, which kforge does not read). Ops TABLE translates are left whole."""
+    global _DECOMPOSITIONS
+    if _DECOMPOSITIONS is None:
+        import torch._decomp as decomp
+        if hasattr(decomp, "core_aten_decompositions"):
+            table = dict(decomp.core_aten_decompositions())
+        else:
+            table = {op: fn for op, fn in decomp.decomposition_table.items()
+                     if getattr(fn, "__module__", "").startswith("torch._decomp")}
+        _DECOMPOSITIONS = {op: fn for op, fn in table.items() if functional_name(op_name(op)) not in TABLE}
+    return _DECOMPOSITIONS
+
+
+# ---------------------------------------------------------------- capture and replay
+
+def capture(tracer, func, shown, args, kwargs, out):
+    """Record func(*args, **kwargs) (already run on meta tensors, giving `out`) as kforge nodes; returns the
+    call's result rebuilt from the replayed tensors (so in-place results are the caller's own tensors)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.utils import _pytree as pytree
+
+    flat, spec = pytree.tree_flatten((list(args), dict(kwargs)))
+    slots = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
+
+    def call(*ts):
+        vals = list(flat)
+        for i, t in zip(slots, ts):
+            vals[i] = t
+        a, k = pytree.tree_unflatten(vals, spec)
+        return func(*a, **k)
+
+    try:
+        gm = tracer.run(make_fx(call, decomposition_table=decompositions()), *[flat[i] for i in slots])
+    except Exception as e:
+        raise CaptureFailed(f"{tracer.where()}: unsupported torch callable {shown} (capturing its ATen ops failed: "
+                            f"{type(e).__name__}: {_first_line(e)})")
+    results = _tensors(replay(tracer, gm, [flat[i] for i in slots], shown))
+    expected = _tensors(out)
+    if len(results) != len(expected):
+        raise CaptureFailed(f"{tracer.where()}: unsupported torch callable {shown} (its ATen graph returns "
+                            f"{len(results)} tensors, the call {len(expected)})")
+    return _rebuild(out, iter(results))
+
+
+def _rebuild(obj, results):
+    if isinstance(obj, torch.Tensor):
+        return next(results)
+    if isinstance(obj, (list, tuple)):
+        items = [_rebuild(o, results) for o in obj]
+        if hasattr(obj, "_fields"):  # namedtuple
+            return type(obj)(*items)
+        return type(obj)(items)
+    return obj
+
+
+def _first_line(e):
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def replay(tracer, gm, inputs, shown):
+    """Run the captured graph on meta tensors, recording each ATen op; placeholders are the caller's tensors."""
+    env, ctx = {}, {"transposed": {}}
+    loc = tracer.loc()
+    feed = iter(inputs)
+    fetch = lambda n: env[n]  # noqa: E731
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = next(feed)
+        elif node.op == "get_attr":
+            env[node] = _constant(tracer, getattr(gm, node.target), shown, loc)
+        elif node.op == "call_function":
+            args = torch.fx.node.map_arg(node.args, fetch)
+            kwargs = torch.fx.node.map_arg(node.kwargs, fetch)
+            if node.target is operator.getitem:
+                env[node] = args[0][args[1]]
+            else:
+                env[node] = translate(tracer, node.target, args, kwargs, shown, loc, ctx)
+        elif node.op == "output":
+            return torch.fx.node.map_arg(node.args[0], fetch)
+    raise CaptureFailed(f"{tracer.where()}: {shown}: the captured graph has no output")
+
+
+def _constant(tracer, value, shown, loc):
+    """A tensor constant of the ATen graph: a `full` node when all its elements are one known number."""
+    m = tracer.run(torch.empty, shape(value), dtype=value.dtype, device="meta")
+    if value.device.type != "meta" and value.numel() > 0:
+        first = value.reshape(-1)[0]
+        if bool((value == first).all()):
+            tracer.new_node("full", [], {"shape": shape(value), "value": finite(first.item(), "value"),
+                                         "dtype": value.dtype}, m, loc)
+            return m
+    tracer.poison(m, f"{tracer.where()}: {shown} decomposes to ATen ops that use a constant tensor, "
+                     f"which kforge cannot hold")
+    return m
+
+
+def translate(tracer, op, args, kwargs, shown, loc, ctx):
+    """One ATen op on meta tensors -> kforge nodes; what cannot be expressed is poisoned, not raised."""
+    name = op_name(op)
+    try:
+        out = tracer.run(op, *args, **kwargs)
+    except Exception as e:
+        raise CaptureFailed(f"{tracer.where()}: {shown}: aten.{name} fails on meta tensors "
+                            f"({type(e).__name__}: {_first_line(e)})")
+    written = []
+    for i, arg in enumerate(op._schema.arguments):
+        info = arg.alias_info
+        if info is not None and info.is_write:
+            v = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+            written += _tensors(v)
+    results = _tensors(out)
+    for t in _tensors(list(args) + list(kwargs.values())):  # blame the first unsupported call
+        bad = tracer.poisoned.get(id(t))
+        if bad is not None and bad[0] is t:
+            _poison(tracer, results + written, bad[1])
+            return out
+    emitter = TABLE.get(name) or TABLE.get(functional_name(name))
+    if emitter is None:
+        _poison(tracer, results + written, f"{tracer.where()}: {shown} decomposes to aten.{name}, which kforge has "
+                                           f"no op for")
+        return out
+    a = AtenArgs(op, args, kwargs, out, tracer.run, ctx)
+    try:
+        plan = emitter(a)
+        steps = plan if isinstance(plan, list) else [plan]
+        tracer.materialize(steps, out, loc, f"{shown} (aten.{name})")
+    except Unsupported as e:
+        _poison(tracer, results + written, f"{tracer.where()}: {shown} decomposes to aten.{name} with {e}, which "
+                                           f"kforge cannot express")
+        return out
+    except UserError as e:
+        _poison(tracer, results + written, str(e))
+        return out
+    targets = [s.out if s.out is not None else out for s in steps]
+    done = lambda t: any(t is x for x in targets)  # noqa: E731
+    for t in written:
+        if not done(t):
+            tracer.poison(t, f"{tracer.where()}: {shown} decomposes to aten.{name}, which updates a tensor in place "
+                             f"in a way kforge does not follow")
+        elif name not in METADATA_INPLACE:
+            tracer.mutated(t, shown, loc)
+    for i, t in enumerate(results):
+        if not done(t):
+            tracer.poison(t, f"{tracer.where()}: {shown} decomposes to aten.{name}, whose output {i} kforge has no "
+                             f"op for")
+    return out
+
+
+def _poison(tracer, tensors, msg):
+    for t in tensors:
+        tracer.poison(t, msg)
+
+
+# ---------------------------------------------------------------- the table: elementwise
+
+_UNARY = "relu sigmoid tanh exp log abs neg sqrt rsqrt reciprocal erf sign silu mish hardsigmoid hardswish"
+for _op in _UNARY.split():
+    aten_rule(_op)(lambda a, _op=_op: Emit(_op, [a.self], {}))
+
+
+@aten_rule("gelu")
+def gelu(a):
+    return Emit("gelu", [a.self], {"approximate": a.approximate})
+
+
+@aten_rule("leaky_relu")
+def leaky_relu(a):
+    return Emit("leaky_relu", [a.self], {"negative_slope": a.negative_slope})
+
+
+@aten_rule("hardtanh")
+def hardtanh(a):
+    return Emit("hardtanh", [a.self], {"min_val": a.min_val, "max_val": a.max_val})
+
+
+@aten_rule("softplus")
+def softplus(a):
+    return Emit("softplus", [a.self], {"beta": a.beta, "threshold": a.threshold})
+
+
+_SELU = (1.6732632423543772, 1.0507009873554805)
+
+
+@aten_rule("elu")
+def elu(a):
+    if a.input_scale != 1:
+        raise Unsupported(f"input_scale={a.input_scale}")
+    if abs(a.alpha - _SELU[0]) < 1e-12 and abs(a.scale - _SELU[1]) < 1e-12:
+        return Emit("selu", [a.self], {})
+    if a.scale != 1:
+        raise Unsupported(f"scale={a.scale}")
+    return Emit("elu", [a.self], {"alpha": a.alpha})
+
+
+@aten_rule("clamp clip")
+def clamp(a):
+    return _clamp_plan(a.self, a.min, a.max, a)
+
+
+@aten_rule("clamp_min")
+def clamp_min(a):
+    return _clamp_plan(a.self, a.min, None, a)
+
+
+@aten_rule("clamp_max")
+def clamp_max(a):
+    return _clamp_plan(a.self, None, a.max, a)
+
+
+def _add_sub(op, reverse=False):
+    def emit(a):
+        if reverse:  # rsub: other - alpha * self
+            steps, x = _scaled(a, a.self, a.alpha)
+            return steps + [binary(op, x, a.other, reverse=True)]
+        steps, other = _scaled(a, a.other, a.alpha)
+        return steps + [binary(op, a.self, other)]
+    return emit
+
+
+aten_rule("add")(_add_sub("add"))
+aten_rule("sub")(_add_sub("sub"))
+aten_rule("rsub")(_add_sub("sub", reverse=True))
+for _op in "mul maximum minimum eq ne lt le gt ge".split():
+    aten_rule(_op)(lambda a, _op=_op: binary(_op, a.self, a.other))
+
+
+@aten_rule("div")
+def div(a):
+    if getattr(a, "rounding_mode", None) is not None:
+        raise Unsupported(f"rounding_mode={a.rounding_mode!r}")
+    return binary("div", a.self, a.other)
+
+
+@aten_rule("pow")
+def pow_(a):
+    if isinstance(a.self, torch.Tensor) and is_num(a.exponent):
+        return Emit("pow_scalar", [a.self], {"exponent": finite(a.exponent, "exponent")})
+    return binary("pow", a.self, a.exponent)
+
+
+@aten_rule("where")
+def where(a):
+    const = lambda v: Const(v, a.out.dtype) if is_num(v) else v  # noqa: E731
+    return Emit("where", [a.condition, const(a.self), const(a.other)], {})
+
+
+@aten_rule("masked_fill")
+def masked_fill(a):
+    return Emit("where", [a.mask, Const(a.value, a.out.dtype) if is_num(a.value) else a.value, a.self], {})
+
+
+@aten_rule("logical_not")
+def logical_not(a):
+    return _logical("logical_not", a, a.self)
+
+
+@aten_rule("logical_and logical_or")
+def logical_binary(a):
+    return _logical(f"logical_{'and' if 'and' in a.aten_name else 'or'}", a, a.self, a.other)
+
+
+def _bool_only(a, *xs):
+    if any(isinstance(x, torch.Tensor) and x.dtype != torch.bool for x in xs):
+        raise Unsupported("a bitwise operation on integers")
+
+
+@aten_rule("bitwise_not")
+def bitwise_not(a):
+    _bool_only(a, a.self)
+    return _logical("logical_not", a, a.self)
+
+
+@aten_rule("bitwise_and bitwise_or")
+def bitwise_binary(a):
+    _bool_only(a, a.self, a.other)
+    return _logical(f"logical_{'and' if 'and' in a.aten_name else 'or'}", a, a.self, a.other)
+
+
+@aten_rule("glu")
+def glu(a):
+    x = a.self
+    d = dim(a.dim, x.dim())
+    half = int(x.shape[d]) // 2
+    first = a.meta(x.narrow, d, 0, half)
+    second = a.meta(x.narrow, d, half, half)
+    gate = a.meta(torch.sigmoid, second)
+    return [Emit("slice", [x], {"dim": d, "start": 0, "end": half, "step": 1}, first),
+            Emit("slice", [x], {"dim": d, "start": half, "end": 2 * half, "step": 1}, second),
+            Emit("sigmoid", [second], {}, gate), Emit("mul", [first, gate], {})]
+
+
+class _Steps:
+    """A plan of several nodes: each call emits one and returns its meta value; done() makes the last one
+    the op's result."""
+
+    def __init__(self, a):
+        self.a, self.steps = a, []
+
+    def __call__(self, op, inputs, attrs, fn, *fargs, **fkw):
+        out = self.a.meta(fn, *fargs, **fkw)
+        self.steps.append(Emit(op, inputs, attrs, out))
+        return out
+
+    def done(self, out=None):
+        self.steps[-1] = self.steps[-1]._replace(out=out)
+        return self.steps
+
+
+def _cmp(b, op, x, v):
+    return b(op, [x, None], {"scalar": v, "reverse": False}, getattr(torch, op), x, v)
+
+
+@aten_rule("threshold")
+def threshold(a):
+    b = _Steps(a)
+    keep = _cmp(b, "gt", a.self, a.threshold)
+    return b.steps + [Emit("where", [keep, a.self, Const(a.value, a.out.dtype)], {})]
+
+
+@aten_rule("hardshrink")
+def hardshrink(a):
+    b = _Steps(a)
+    keep = _cmp(b, "gt", b("abs", [a.self], {}, torch.abs, a.self), a.lambd)
+    return b.steps + [Emit("where", [keep, a.self, Const(0, a.out.dtype)], {})]
+
+
+@aten_rule("softshrink")
+def softshrink(a):
+    x, lam, b = a.self, a.lambd, _Steps(a)
+    above, below = _cmp(b, "gt", x, lam), _cmp(b, "lt", x, -lam)
+    down = b("sub", [x, None], {"scalar": lam, "reverse": False}, torch.sub, x, lam)
+    up = b("add", [x, None], {"scalar": lam, "reverse": False}, torch.add, x, lam)
+    low = b("where", [below, up, Const(0, x.dtype)], {}, torch.where, below, up, torch.zeros((), dtype=x.dtype,
+                                                                                              device="meta"))
+    return b.steps + [Emit("where", [above, down, low], {})]
+
+
+@aten_rule("celu")
+def celu(a):
+    """celu(x, alpha) = alpha * elu(x / alpha)."""
+    x, alpha, b = a.self, float(a.alpha), _Steps(a)
+    y = b("mul", [x, None], {"scalar": 1.0 / alpha, "reverse": False}, torch.mul, x, 1.0 / alpha)
+    e = b("elu", [y], {"alpha": 1.0}, F.elu, y)
+    return b.steps + [Emit("mul", [e, None], {"scalar": alpha, "reverse": False})]
+
+
+@aten_rule("log_sigmoid_forward log_sigmoid")
+def log_sigmoid(a):
+    """log(sigmoid(x)) = -softplus(-x)."""
+    x, b = a.self, _Steps(a)
+    n = b("neg", [x], {}, torch.neg, x)
+    sp = b("softplus", [n], {"beta": 1.0, "threshold": 20.0}, F.softplus, n)
+    return b.steps + [Emit("neg", [sp], {}, a.out[0] if isinstance(a.out, (list, tuple)) else None)]
+
+
+@aten_rule("lerp")
+def lerp(a):
+    """self + weight * (end - self)."""
+    x, b = a.self, _Steps(a)
+    d = b("sub", [a.end, x], {}, torch.sub, a.end, x)
+    if is_num(a.weight):
+        wd = b("mul", [d, None], {"scalar": a.weight, "reverse": False}, torch.mul, d, a.weight)
+    else:
+        wd = b("mul", [a.weight, d], {}, torch.mul, a.weight, d)
+    return b.steps + [Emit("add", [x, wd], {})]
+
+
+@aten_rule("prelu _prelu_kernel")
+def prelu(a):
+    x, w, b = a.self, a.weight, _Steps(a)
+    if a.aten_name == "prelu" and w.numel() > 1 and x.dim() > 2:
+        w = b("reshape", [w], {"shape": [w.numel()] + [1] * (x.dim() - 2)}, w.reshape,
+              [w.numel()] + [1] * (x.dim() - 2))
+    pos = _cmp(b, "gt", x, 0)
+    scaled = b("mul", [w, x], {}, torch.mul, w, x)
+    return b.steps + [Emit("where", [pos, x, scaled], {})]
+
+
+# ---------------------------------------------------------------- reductions, softmax, scans
+
+def _reduce(op):
+    def emit(a):
+        steps, x = _dtype_cast(a, a.self, getattr(a, "dtype", None))
+        return steps + [Emit(op, [x], {"dims": dims(getattr(a, "dim", None), x.dim()),
+                                       "keepdim": bool(getattr(a, "keepdim", False))})]
+    return emit
+
+
+for _op in "sum mean amax amin logsumexp".split():
+    aten_rule(_op)(_reduce(_op))
+
+
+@aten_rule("prod")
+def prod(a):
+    return _reduce("prod")(a)
+
+
+def _correction(a):
+    corr = getattr(a, "correction", None)
+    if corr is not None:
+        return int(corr)
+    return 0 if getattr(a, "unbiased", True) is False else 1
+
+
+@aten_rule("var")
+def var(a):
+    return Emit("var", [a.self], {"dims": dims(getattr(a, "dim", None), a.self.dim()),
+                                  "keepdim": bool(getattr(a, "keepdim", False)), "correction": _correction(a)})
+
+
+@aten_rule("std")
+def std(a):
+    attrs = {"dims": dims(getattr(a, "dim", None), a.self.dim()), "keepdim": bool(getattr(a, "keepdim", False)),
+             "correction": _correction(a)}
+    v = a.meta(torch.empty, shape(a.out), dtype=a.out.dtype, device="meta")
+    return [Emit("var", [a.self], attrs, v), Emit("sqrt", [v], {})]
+
+
+@aten_rule("linalg_vector_norm norm")
+def vector_norm(a):
+    p = getattr(a, "ord", getattr(a, "p", 2))
+    p = 2.0 if p is None else float(p)
+    if p in (float("inf"), float("-inf")) or p != p:
+        raise Unsupported(f"norm order {p}")
+    steps, x = _dtype_cast(a, a.self, getattr(a, "dtype", None))
+    return steps + [Emit("norm", [x], {"dims": dims(getattr(a, "dim", None), x.dim()),
+                                       "keepdim": bool(getattr(a, "keepdim", False)), "p": p})]
+
+
+def _arg_reduce(op):
+    def emit(a):
+        d = None if a.dim is None else dim(a.dim, a.self.dim())
+        return Emit(op, [a.self], {"dim": d, "keepdim": bool(a.keepdim)})
+    return emit
+
+
+aten_rule("argmax")(_arg_reduce("argmax"))
+aten_rule("argmin")(_arg_reduce("argmin"))
+
+
+def _max_min(red, arg, elem):
+    def emit(a):
+        if hasattr(a, "other"):
+            return binary(elem, a.self, a.other)
+        if not hasattr(a, "dim"):
+            return Emit(red, [a.self], {"dims": [], "keepdim": False})
+        d = dim(a.dim, a.self.dim())
+        values, indices = a.out
+        return [Emit(red, [a.self], {"dims": [d], "keepdim": bool(a.keepdim)}, values),
+                Emit(arg, [a.self], {"dim": d, "keepdim": bool(a.keepdim)}, indices)]
+    return emit
+
+
+aten_rule("max")(_max_min("amax", "argmax", "maximum"))
+aten_rule("min")(_max_min("amin", "argmin", "minimum"))
+
+
+def _softmax(op):
+    def emit(a):
+        x, steps = a.self, []
+        if a.out.dtype != x.dtype:  # half_to_float / dtype=
+            steps, x = _dtype_cast(a, x, a.out.dtype)
+        return steps + [Emit(op, [x], {"dim": dim(a.dim, x.dim())})]
+    return emit
+
+
+aten_rule("_softmax softmax")(_softmax("softmax"))
+aten_rule("_log_softmax log_softmax")(_softmax("log_softmax"))
+
+
+def _scan(op):
+    def emit(a):
+        steps, x = _dtype_cast(a, a.self, a.dtype)
+        return steps + [Emit(op, [x], {"dim": dim(a.dim, x.dim())})]
+    return emit
+
+
+aten_rule("cumsum")(_scan("cumsum"))
+aten_rule("cumprod")(_scan("cumprod"))
+
+
+# ---------------------------------------------------------------- normalization, contractions, pooling
+
+@aten_rule("native_layer_norm")
+def native_layer_norm(a):
+    return Emit("layer_norm", [a.input, a.weight, a.bias],
+                {"normalized_shape": tup(a.normalized_shape, 1), "eps": a.eps}, a.out[0])
+
+
+@aten_rule("native_group_norm")
+def native_group_norm(a):
+    return Emit("group_norm", [a.input, a.weight, a.bias], {"num_groups": a.group, "eps": a.eps}, a.out[0])
+
+
+@aten_rule("native_batch_norm _native_batch_norm_legit _native_batch_norm_legit_no_training")
+def native_batch_norm(a):
+    training = bool(getattr(a, "training", False))
+    if training and (getattr(a, "running_mean", None) is not None):
+        raise Unsupported("batch norm in train mode with running statistics (updated in place)")
+    return Emit("batch_norm", [a.input, a.weight, a.bias, getattr(a, "running_mean", None),
+                               getattr(a, "running_var", None)],
+                {"training": training, "momentum": a.momentum, "eps": a.eps}, a.out[0])
+
+
+def _transposed(a, t):
+    """The 2-D tensor that t is the transpose of (aten.t / transpose(0, 1) / permute([1, 0]) seen before)."""
+    hit = a.ctx["transposed"].get(id(t))
+    return hit[1] if hit is not None and hit[0] is t else None
+
+
+@aten_rule("mm")
+def mm(a):
+    w = _transposed(a, a.mat2)
+    if w is not None and a.self.dim() == 2:
+        return Emit("linear", [a.self, w, None], {})
+    return Emit("matmul", [a.self, a.mat2], {})
+
+
+@aten_rule("bmm matmul dot mv")
+def matmul(a):
+    other = next(getattr(a, k) for k in ("mat2", "other", "tensor", "vec") if hasattr(a, k))
+    return Emit("matmul", [a.self, other], {})
+
+
+def _scaled_sum(a, prod, bias):
+    """alpha * prod + beta * bias, the tail of addmm / baddbmm."""
+    steps = [prod[0]]
+    cur = prod[0].out
+    if a.alpha != 1:
+        nxt = a.meta(torch.mul, cur, a.alpha)
+        steps.append(Emit("mul", [cur, None], {"scalar": a.alpha, "reverse": False}, nxt))
+        cur = nxt
+    if a.beta == 0:
+        return steps[:-1] + [steps[-1]._replace(out=None)]
+    b = bias
+    if a.beta != 1:
+        nb = a.meta(torch.mul, bias, a.beta)
+        steps.append(Emit("mul", [bias, None], {"scalar": a.beta, "reverse": False}, nb))
+        b = nb
+    return steps + [Emit("add", [cur, b], {})]
+
+
+@aten_rule("addmm")
+def addmm(a):
+    w = _transposed(a, a.mat2)
+    if w is not None and a.alpha == 1 and a.beta == 1 and a.self.dim() == 1 and a.mat1.dim() == 2:
+        return Emit("linear", [a.mat1, w, a.self], {})
+    prod = a.meta(torch.matmul, a.mat1, a.mat2)
+    return _scaled_sum(a, [Emit("matmul", [a.mat1, a.mat2], {}, prod)], a.self)
+
+
+@aten_rule("baddbmm")
+def baddbmm(a):
+    prod = a.meta(torch.matmul, a.batch1, a.batch2)
+    return _scaled_sum(a, [Emit("matmul", [a.batch1, a.batch2], {}, prod)], a.self)
+
+
+@aten_rule("convolution")
+def convolution(a):
+    r = a.weight.dim() - 2
+    attrs = {"stride": tup(a.stride, r), "padding": tup(a.padding, r), "dilation": tup(a.dilation, r),
+             "groups": a.groups}
+    if a.transposed:
+        attrs["output_padding"] = tup(a.output_padding, r)
+        return Emit("conv_transpose", [a.input, a.weight, a.bias], attrs)
+    return Emit("conv", [a.input, a.weight, a.bias], attrs)
+
+
+def _rank(a):
+    m = re.search(r"([123])d", a.aten_name)
+    return int(m.group(1)) if m else a.self.dim() - 2
+
+
+@aten_rule("max_pool2d_with_indices max_pool3d_with_indices max_pool1d max_pool2d max_pool3d")
+def max_pool(a):
+    r = _rank(a)
+    k = tup(a.kernel_size, r)
+    out = a.out[0] if isinstance(a.out, (list, tuple)) else None
+    return Emit("max_pool", [a.self], {"kernel_size": k, "stride": tup(a.stride, r) if a.stride else k,
+                                       "padding": tup(a.padding, r), "dilation": tup(a.dilation, r),
+                                       "ceil_mode": bool(a.ceil_mode)}, out)
+
+
+@aten_rule("avg_pool1d avg_pool2d avg_pool3d")
+def avg_pool(a):
+    r = _rank(a)
+    k = tup(a.kernel_size, r)
+    return Emit("avg_pool", [a.self], {"kernel_size": k, "stride": tup(a.stride, r) if a.stride else k,
+                                       "padding": tup(a.padding, r), "ceil_mode": bool(a.ceil_mode),
+                                       "count_include_pad": bool(a.count_include_pad),
+                                       "divisor_override": getattr(a, "divisor_override", None)})
+
+
+@aten_rule("_adaptive_avg_pool2d _adaptive_avg_pool3d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d")
+def adaptive_avg_pool(a):
+    r = _rank(a)
+    return Emit("adaptive_avg_pool", [a.self], {"output_size": shape(a.out)[-r:]})
+
+
+@aten_rule("adaptive_max_pool2d adaptive_max_pool3d")
+def adaptive_max_pool(a):
+    r = _rank(a)
+    return Emit("adaptive_max_pool", [a.self], {"output_size": shape(a.out[0])[-r:]}, a.out[0])
+
+
+@aten_rule("dropout native_dropout")
+def dropout(a):
+    x = a.input
+    out = a.out[0] if isinstance(a.out, (list, tuple)) else None
+    if not a.train or a.p == 0:
+        return Alias(x, out)
+    return Emit("dropout", [x], {"p": a.p, "training": True}, out)
+
+
+# ---------------------------------------------------------------- layout
+
+@aten_rule("view _unsafe_view reshape _reshape_alias view_copy unsqueeze squeeze unsqueeze_copy squeeze_copy "
+           "flatten unflatten")
+def reshape(a):
+    if shape(a.out) == shape(a.self):
+        return Alias(a.self)
+    return Emit("reshape", [a.self], {"shape": shape(a.out)})
+
+
+def _note_transpose(a, perm):
+    if a.self.dim() == 2 and list(perm) == [1, 0]:
+        a.ctx["transposed"][id(a.out)] = (a.out, a.self)
+
+
+@aten_rule("permute permute_copy")
+def permute(a):
+    perm = [dim(d, a.self.dim()) for d in a.dims]
+    _note_transpose(a, perm)
+    return _permute(a.self, perm)
+
+
+@aten_rule("transpose transpose_copy")
+def transpose(a):
+    n = a.self.dim()
+    perm = list(range(n))
+    d0, d1 = dim(a.dim0, n), dim(a.dim1, n)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    _note_transpose(a, perm)
+    return _permute(a.self, perm)
+
+
+@aten_rule("t t_copy")
+def t(a):
+    perm = list(reversed(range(a.self.dim())))
+    _note_transpose(a, perm)
+    return _permute(a.self, perm)
+
+
+@aten_rule("expand expand_copy")
+def expand(a):
+    if shape(a.out) == shape(a.self):
+        return Alias(a.self)
+    return Emit("expand", [a.self], {"shape": shape(a.out)})
+
+
+@aten_rule("slice slice_copy")
+def slice_(a):
+    x = a.self
+    d = dim(a.dim, x.dim())
+    n = int(x.shape[d])
+    start, end, step = slice(a.start, a.end, a.step).indices(n)
+    if (start, max(start, end), step) == (0, n, 1):
+        return Alias(x)
+    return Emit("slice", [x], {"dim": d, "start": start, "end": max(start, end), "step": step})
+
+
+@aten_rule("select select_copy")
+def select(a):
+    d = dim(a.dim, a.self.dim())
+    i = int(a.index)
+    return Emit("select", [a.self], {"dim": d, "index": i + int(a.self.shape[d]) if i < 0 else i})
+
+
+@aten_rule("cat concat")
+def cat(a):
+    ts = [t for t in a.tensors if not (t.dim() == 1 and int(t.shape[0]) == 0)]  # legacy empty (0,) pieces
+    if len(ts) == 1:
+        return Alias(ts[0])
+    return Emit("cat", ts, {"dim": dim(a.dim, max(t.dim() for t in ts))})
+
+
+@aten_rule("stack")
+def stack(a):
+    ts = list(a.tensors)
+    return Emit("stack", ts, {"dim": dim(a.dim, ts[0].dim() + 1)})
+
+
+@aten_rule("split split_with_sizes unsafe_split unsafe_split_with_sizes chunk unsafe_chunk tensor_split "
+           "split_copy split_with_sizes_copy")
+def split(a):
+    x = a.self
+    d = dim(a.dim, x.dim())
+    plan, start = [], 0
+    for piece in a.out:
+        n = int(piece.shape[d])
+        plan.append(Emit("slice", [x], {"dim": d, "start": start, "end": start + n, "step": 1}, piece)
+                    if n != int(x.shape[d]) else Alias(x, piece))
+        start += n
+    return plan
+
+
+@aten_rule("unbind unbind_copy")
+def unbind(a):
+    d = dim(a.dim, a.self.dim())
+    return [Emit("select", [a.self], {"dim": d, "index": i}, piece) for i, piece in enumerate(a.out)]
+
+
+@aten_rule("flip")
+def flip(a):
+    return Emit("flip", [a.self], {"dims": dims(a.dims, a.self.dim())})
+
+
+@aten_rule("tril")
+def tril(a):
+    return Emit("tril", [a.self], {"diagonal": a.diagonal})
+
+
+@aten_rule("triu")
+def triu(a):
+    return Emit("triu", [a.self], {"diagonal": a.diagonal})
+
+
+@aten_rule("alias detach lift_fresh lift_fresh_copy clone contiguous alias_copy detach_copy")
+def same_value(a):
+    return Alias(a.self)
+
+
+@aten_rule("_to_copy to")
+def to_copy(a):
+    if a.out.dtype == a.self.dtype:
+        return Alias(a.self)
+    return Emit("cast", [a.self], {"dtype": a.out.dtype})
+
+
+@aten_rule("copy")
+def copy(a):
+    return write_plan(a.self, (Ellipsis,), a.src, a.meta, a.out)
+
+
+@aten_rule("fill")
+def fill(a):
+    return write_plan(a.self, (Ellipsis,), a.value, a.meta, a.out)
+
+
+@aten_rule("zero")
+def zero(a):
+    return write_plan(a.self, (Ellipsis,), 0, a.meta, a.out)
+
+
+_FACTORY_VALUES = {"zeros": 0, "zeros_like": 0, "new_zeros": 0, "empty": 0, "empty_like": 0, "new_empty": 0,
+                   "empty_strided": 0, "new_empty_strided": 0, "ones": 1, "ones_like": 1, "new_ones": 1}
+
+
+@aten_rule(" ".join(_FACTORY_VALUES) + " full full_like new_full scalar_tensor")
+def full(a):
+    name = a.aten_name
+    v = _FACTORY_VALUES.get(name, getattr(a, "fill_value", getattr(a, "s", None)))
+    if isinstance(v, torch.Tensor):
+        raise Unsupported("a fill value given as a tensor")
+    return Emit("full", [], {"shape": shape(a.out), "value": finite(v, "value"), "dtype": a.out.dtype})
+
+
+@aten_rule("arange")
+def arange(a):
+    """start + step * i for i in [0, n): a cumulative sum of ones, so no constant tensor is needed
+    (exact for integers, and for float32 up to 2**24 elements)."""
+    start, step = (0, 1) if a.overload == "default" else (a.start, 1 if a.overload == "start" else a.step)
+    n, dt, b = int(a.out.shape[0]), a.out.dtype, _Steps(a)
+    ones = b("full", [], {"shape": [n], "value": 1, "dtype": dt}, torch.ones, n, dtype=dt, device="meta")
+    cur = b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)
+    if start - step != 0:  # i + 1 -> start + step * i
+        if step != 1:
+            cur = b("mul", [cur, None], {"scalar": step, "reverse": False}, torch.mul, cur, step)
+        cur = b("add", [cur, None], {"scalar": start - step, "reverse": False}, torch.add, cur, start - step)
+    elif step != 1:
+        cur = b("mul", [cur, None], {"scalar": step, "reverse": False}, torch.mul, cur, step)
+    if cur is ones:
+        return Alias(ones)
+    return b.done()
+
+
+@aten_rule("repeat")
+def repeat(a):
+    """x.repeat(r): each dim n becomes (1, n) -> expand to (r, n) -> merged."""
+    x, reps, b = a.self, [int(r) for r in a.repeats], _Steps(a)
+    dims = [1] * (len(reps) - x.dim()) + shape(x)
+    split = [v for n in dims for v in (1, n)]
+    grown = [v for r, n in zip(reps, dims) for v in (r, n)]
+    cur = b("reshape", [x], {"shape": split}, x.reshape, split)
+    cur = b("expand", [cur], {"shape": grown}, cur.expand, grown)
+    return b.steps + [Emit("reshape", [cur], {"shape": shape(a.out)})]
+
+
+@aten_rule("roll")
+def roll(a):
+    """torch.roll: per (shift, dim), the last `shift` elements moved to the front (slices + cat)."""
+    x, b = a.self, _Steps(a)
+    shifts, dims_ = list(a.shifts), list(a.dims)
+    cur = x
+    if not dims_:
+        cur = b("reshape", [x], {"shape": [x.numel()]}, x.reshape, [x.numel()])
+        dims_ = [0]
+    for shift, d in zip(shifts, dims_):
+        d = dim(d, cur.dim())
+        n = int(cur.shape[d])
+        k = int(shift) % n if n else 0
+        if k == 0:
+            continue
+        tail = b("slice", [cur], {"dim": d, "start": n - k, "end": n, "step": 1}, cur.narrow, d, n - k, k)
+        head = b("slice", [cur], {"dim": d, "start": 0, "end": n - k, "step": 1}, cur.narrow, d, 0, n - k)
+        cur = b("cat", [tail, head], {"dim": d}, torch.cat, [tail, head], d)
+    if shape(cur) != shape(a.out):
+        cur = b("reshape", [cur], {"shape": shape(a.out)}, cur.reshape, shape(a.out))
+    return b.done() if b.steps else Alias(x)
+
+
+@aten_rule("pixel_shuffle pixel_unshuffle")
+def pixel_shuffle(a):
+    x, b = a.self, _Steps(a)
+    lead, (c, h, w) = shape(x)[:-3], shape(x)[-3:]
+    n = len(lead)
+    if a.aten_name == "pixel_shuffle":
+        r = int(a.upscale_factor)
+        split, perm = lead + [c // (r * r), r, r, h, w], [n, n + 3, n + 1, n + 4, n + 2]
+    else:
+        r = int(a.downscale_factor)
+        split, perm = lead + [c, h // r, r, w // r, r], [n, n + 2, n + 4, n + 1, n + 3]
+    perm = list(range(n)) + perm
+    cur = b("reshape", [x], {"shape": split}, x.reshape, split)
+    cur = b("permute", [cur], {"dims": perm}, cur.permute, perm)
+    return b.steps + [Emit("reshape", [cur], {"shape": shape(a.out)})]
+
+
+# ---------------------------------------------------------------- windows, padding, lookups
+
+@aten_rule("unfold unfold_copy")
+def unfold(a):
+    return Emit("unfold", [a.self], {"dim": dim(a.dimension, a.self.dim()), "size": a.size, "step": a.step})
+
+
+@aten_rule("constant_pad_nd")
+def constant_pad_nd(a):
+    return Emit("constant_pad", [a.self], {"pad": [int(p) for p in a.pad], "value": finite(float(a.value), "value")})
+
+
+@aten_rule("embedding")
+def embedding(a):
+    return Emit("embedding", [a.weight, a.indices], {})
+
+
+@aten_rule("index_select")
+def index_select(a):
+    return Emit("index_select", [a.self, a.index], {"dim": dim(a.dim, a.self.dim())})
+
+
+@aten_rule("gather")
+def gather(a):
+    return Emit("gather", [a.self, a.index], {"dim": dim(a.dim, a.self.dim())})
+
+
+@aten_rule("im2col")
+def im2col(a):
+    """F.unfold: pad, take windows along H then W (unfold appends each window dim), keep every dilation-th
+    element, then (N, C, oh, ow, kh, kw) -> (N, C * kh * kw, oh * ow)."""
+    x = a.self
+    (kh, kw), (dh, dw) = tup(a.kernel_size, 2), tup(a.dilation, 2)
+    (ph, pw), (sh, sw) = tup(a.padding, 2), tup(a.stride, 2)
+    steps = []
+
+    def emit(op, src, attrs, fn, *fargs):
+        nxt = a.meta(fn, *fargs)
+        steps.append(Emit(op, [src], attrs, nxt))
+        return nxt
+
+    cur = x
+    if ph or pw:
+        cur = emit("constant_pad", cur, {"pad": [pw, pw, ph, ph], "value": 0.0}, F.pad, cur, (pw, pw, ph, ph))
+    hd = cur.dim() - 2
+    for d, k, dil, s in ((hd, kh, dh, sh), (hd + 1, kw, dw, sw)):
+        span = dil * (k - 1) + 1
+        cur = emit("unfold", cur, {"dim": d, "size": span, "step": s}, cur.unfold, d, span, s)
+        if dil > 1:
+            last = cur.dim() - 1
+            cur = emit("slice", cur, {"dim": last, "start": 0, "end": span, "step": dil},
+                       cur.__getitem__, (Ellipsis, slice(0, span, dil)))
+    lead = list(range(cur.dim() - 4))  # N, C (or C)
+    perm = lead + [cur.dim() - 2, cur.dim() - 1, cur.dim() - 4, cur.dim() - 3]
+    cur = emit("permute", cur, {"dims": perm}, cur.permute, perm)
+    steps.append(Emit("reshape", [cur], {"shape": shape(a.out)}))
+    return steps
+

@@ -1,0 +1,649 @@
+# Whole networks through the importer: recurrent layers, attention, patches, in-place updates, constants.
+"""Each model here is small and our own. Graphs that only use ops of the registry the importer validates
+against are also run by graph_executor.py on the CPU and compared with the model's forward. Ops that
+another change adds to ops.def (logical_*, unfold, embedding, index_select, gather, constant_pad) are tested
+when the registry in use has them (KFORGE_OPS_DEF, else the repo's src/ir/ops.def); without them the import
+must say which op kforge lacks."""
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, HERE)
+
+from kforge import importer  # noqa: E402
+import graph_executor  # noqa: E402
+
+OPS_DEF = os.environ.get("KFORGE_OPS_DEF") or os.path.join(ROOT, "src", "ir", "ops.def")
+SCHEMA = importer.load_schema(OPS_DEF)
+NEW_OPS = ("logical_not", "logical_and", "logical_or", "unfold", "embedding", "index_select", "gather",
+           "constant_pad")
+
+
+def needs(*names):
+    missing = [n for n in names if n not in SCHEMA]
+    if missing:
+        pytest.skip(f"{os.path.basename(OPS_DEF)} has no op {', '.join(missing)} yet")
+
+
+def problem(tmp_path, source, name="problem.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source).lstrip())
+    return str(path)
+
+
+def imported(path, mode="eval", ops_def=OPS_DEF):
+    g = importer.import_problem(path, mode, ops_def)
+    importer.dumps(g)  # the JSON writer takes it (no bare inf / nan)
+    return g
+
+
+def ops_of(g):
+    return {n["op"] for n in g["nodes"]}
+
+
+def verified(tmp_path, source, modes=("eval",), **tol):
+    """Import, check the graph numerically on the CPU against the model, return the eval graph."""
+    path = source if os.path.isabs(source) else problem(tmp_path, source)
+    graphs = {}
+    for mode in modes:
+        graphs[mode] = imported(path, mode)
+        graph_executor.check_problem(path, graphs[mode], **tol)
+    return graphs[modes[0]]
+
+
+def expect_error(path, pattern, ops_def=OPS_DEF):
+    with pytest.raises(importer.UserError) as e:
+        importer.import_problem(path, "eval", ops_def)
+    msg = str(e.value)
+    assert "\n" not in msg and re.search(pattern, msg), msg
+    return msg
+
+
+def line_of(path, text):
+    return next(i for i, line in enumerate(open(path).read().splitlines(), 1) if text in line)
+
+
+# ---------------------------------------------------------------- recurrent layers (captured as ATen graphs)
+
+LSTM = """
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self, input_size, hidden_size, num_layers):
+            super().__init__()
+            self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True, bidirectional=True)
+            self.fc = nn.Linear(hidden_size * 2, 4)
+
+        def forward(self, x, h0, c0):
+            out, (hn, cn) = self.lstm(x, (h0, c0))
+            return self.fc(out[:, -1, :]), hn, cn
+
+
+    def get_inputs():
+        return [torch.randn(3, 5, 8), torch.randn(4, 3, 16), torch.randn(4, 3, 16)]
+
+
+    def get_init_inputs():
+        return [8, 16, 2]
+"""
+
+
+def test_lstm_two_layers_bidirectional_with_states(tmp_path):
+    g = verified(tmp_path, LSTM, modes=("eval", "train"))
+    assert {"linear", "sigmoid", "tanh", "mul", "add", "stack", "cat"} <= ops_of(g)
+    assert len(g["outputs"]) == 3
+    assert {n["shape"][0] for n in g["nodes"] if n["id"] in g["outputs"][1:]} == {4}
+    assert all(n["loc"] == "problem.py:12" for n in g["nodes"] if n["op"] == "sigmoid")
+
+
+def test_gru_and_rnn(tmp_path):
+    verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(6, 10, num_layers=2, bidirectional=True)
+                self.rnn = nn.RNN(6, 7, nonlinearity="relu", batch_first=True)
+                self.tanh_rnn = nn.RNN(6, 5, num_layers=2)
+
+            def forward(self, x, h0):
+                out, hn = self.gru(x, h0)
+                o2, h2 = self.rnn(x.transpose(0, 1))
+                o3, h3 = self.tanh_rnn(x)
+                return out, hn, o2, h2, o3, h3
+
+
+        def get_inputs():
+            return [torch.randn(4, 3, 6), torch.randn(4, 3, 10)]
+
+
+        def get_init_inputs():
+            return []
+    """, modes=("eval", "train"))
+
+
+def test_vanilla_rnn_cell_with_copy_and_setitem(tmp_path):
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self, n_in, n_hidden, steps):
+                super().__init__()
+                self.i2h = nn.Linear(n_in + n_hidden, n_hidden)
+                self.register_buffer("hidden", torch.zeros(3, n_hidden))
+                self.steps = steps
+
+            def forward(self, x):
+                h = self.hidden.clone()
+                outs = torch.zeros(x.shape[0], self.steps, h.shape[1])
+                for t in range(self.steps):
+                    h.copy_(torch.tanh(self.i2h(torch.cat((x, h), dim=1))))
+                    outs[:, t] = h
+                    x = x * 0.5
+                    x += 1.0
+                last = outs[:, -1]
+                last.mul_(2.0)
+                outs[outs > 0.5] = 0.0
+                outs[0, 1:3, 2:] = torch.ones(2, 1)
+                return outs, h
+
+
+        def get_inputs():
+            return [torch.randn(3, 5)]
+
+
+        def get_init_inputs():
+            return [5, 7, 4]
+    """)
+    assert {"cat", "slice", "where", "linear", "tanh"} <= ops_of(g)
+
+
+# ---------------------------------------------------------------- attention
+
+def test_multihead_attention(tmp_path):
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(16, 4, batch_first=True)
+                self.attn2 = nn.MultiheadAttention(16, 2)
+
+            def forward(self, x):
+                o, w = self.attn(x, x, x)
+                y = x.transpose(0, 1)
+                o2, _ = self.attn2(y, y, y, need_weights=False)
+                return o, w, o2
+
+
+        def get_inputs():
+            return [torch.randn(2, 5, 16)]
+
+
+        def get_init_inputs():
+            return []
+    """, modes=("eval", "train"))
+    assert "linear" in ops_of(g) and ops_of(g) & {"softmax", "scaled_dot_product_attention"}
+
+
+CAUSAL = """
+    import math
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Model(nn.Module):
+        def __init__(self, n_embd, n_head, max_len):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.c_proj = nn.Linear(n_embd, n_embd)
+            self.register_buffer("bias", torch.tril(torch.ones(max_len, max_len)).view(1, 1, max_len, max_len))
+            self.n_head, self.n_embd = n_head, n_embd
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+            k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
+            att = F.softmax(att, dim=-1)
+            y = att @ v
+            y = y.transpose(1, 2).contiguous().view(B, T, C)
+            return self.c_proj(y)
+
+
+    def get_inputs():
+        return [torch.randn(2, 6, 16)]
+
+
+    def get_init_inputs():
+        return [16, 4, 8]
+"""
+
+
+def test_causal_attention_masked_fill_minus_inf(tmp_path):
+    g = verified(tmp_path, CAUSAL)
+    fills = [n for n in g["nodes"] if n["op"] == "full" and n["attrs"]["value"] == "-inf"]
+    assert len(fills) == 1 and fills[0]["loc"] == "problem.py:22"
+    assert '"value": "-inf"' in importer.dumps(g)
+
+
+def test_non_finite_attrs_are_strings(tmp_path):
+    path = problem(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def forward(self, x, m):
+                y = x.masked_fill(m, float('inf')) + torch.clamp(x, min=float('-inf'), max=0.5)
+                return torch.where(m, float('nan'), y), torch.full_like(x, float('-inf'))
+
+
+        def get_inputs():
+            return [torch.rand(4, 8), torch.rand(4, 8) > 0.5]
+
+
+        def get_init_inputs():
+            return []
+    """)
+    g = imported(path)
+    values = [v for n in g["nodes"] for v in n["attrs"].values() if isinstance(v, str) and v in ("inf", "-inf", "nan")]
+    assert sorted(values) == ["-inf", "-inf", "inf", "nan"]
+    json.loads(importer.dumps(g))
+    assert importer.coerce_attr("full", "value", "scalar", False, float("nan")) == "nan"
+    assert importer.coerce_attr("clamp", "min", "float", True, "-inf") == "-inf"
+
+
+def test_logical_ops_on_masks(tmp_path):
+    needs("logical_not", "logical_and", "logical_or")
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def forward(self, x, mask):
+                keep = ~mask
+                both = keep & (x > 0)
+                either = torch.logical_or(both, x < -0.5) | mask.logical_not()
+                return x.masked_fill(~either, float('-inf')).softmax(-1), torch.logical_and(x, mask), both
+
+
+        def get_inputs():
+            return [torch.randn(4, 8), torch.rand(4, 8) > 0.5]
+
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"logical_not", "logical_and", "logical_or"} <= ops_of(g)
+
+
+def test_bitwise_ops_on_integers_are_refused(tmp_path):
+    path = problem(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return ~x
+
+
+        def get_inputs():
+            return [torch.randint(0, 5, (4, 8))]
+
+
+        def get_init_inputs():
+            return []
+    """)
+    expect_error(path, r"problem\.py:7: unsupported use of torch\.Tensor\.__invert__: bitwise operation on a int64")
+
+
+def test_missing_op_is_named(tmp_path):
+    """With a registry that lacks logical_not, the import names the op kforge does not have yet."""
+    text = open(OPS_DEF).read()
+    lean = tmp_path / "lean_ops.def"
+    lean.write_text("\n".join(line for line in text.splitlines() if not re.match(r"KF_OP\(\w+, \"(%s)\"" % "|".join(
+        NEW_OPS), line)))
+    path = problem(tmp_path, CAUSAL.replace("att = F.softmax(att, dim=-1)",
+                                            "att = F.softmax(att, dim=-1) * ~(self.bias[:, :, :T, :T] == 0)"))
+    expect_error(path, r"problem\.py:23: torch\.Tensor\.__invert__ needs the op `logical_not`: kforge has no op "
+                       r"for logical_not yet", ops_def=str(lean))
+
+
+# ---------------------------------------------------------------- patches, windows, lookups
+
+def test_vit_patches_unfold_and_item_on_constants(tmp_path):
+    needs("unfold", "constant_pad")
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(3 * 4 * 4, 8)
+                self.dpr = [v.item() for v in torch.linspace(0, 0.1, 3)]
+
+            def forward(self, img):
+                p = 4
+                x = img.unfold(2, p, p).unfold(3, p, p).reshape(img.shape[0], -1, 3 * p * p)
+                x = self.proj(x)
+                scale = torch.tensor(x.shape[-1]).float().sqrt().item()
+                half = int(torch.tensor(x.shape[1]) // 2)
+                cols = F.unfold(img, kernel_size=3, padding=1, stride=2, dilation=2)
+                return x[:, :half] / scale + self.dpr[2], cols
+
+
+        def get_inputs():
+            return [torch.randn(2, 3, 8, 8)]
+
+
+        def get_init_inputs():
+            return []
+    """)
+    unfolds = [n for n in g["nodes"] if n["op"] == "unfold"]
+    assert unfolds[0]["attrs"] == {"dim": 2, "size": 4, "step": 4} and len(unfolds) == 4
+
+
+def test_swin_style_windows_with_item(tmp_path):
+    verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+
+        def window_partition(x, ws):
+            B, H, W, C = x.shape
+            x = x.view(B, H // ws, ws, W // ws, ws, C)
+            return x.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, ws, ws, C)
+
+
+        class Model(nn.Module):
+            def __init__(self, H, ws):
+                super().__init__()
+                img_mask = torch.zeros((1, H, H, 1))
+                cnt = 0
+                for h in (slice(0, -ws), slice(-ws, None)):
+                    for w in (slice(0, -ws), slice(-ws, None)):
+                        img_mask[:, h, w, :] = cnt
+                        cnt += 1
+                self.n_regions = int(img_mask.max().item()) + 1
+                self.ws = ws
+                self.logit_scale = nn.Parameter(torch.log(10 * torch.ones(2, 1, 1)))
+
+            def forward(self, x):
+                ws = int(torch.tensor(x.shape[1] * x.shape[2]).float().sqrt().item()) // 2
+                windows = window_partition(x, ws)
+                scale = torch.clamp(self.logit_scale, max=torch.log(torch.tensor(1. / 0.01))).exp()
+                return windows * self.n_regions, scale
+
+
+        def get_inputs():
+            return [torch.randn(2, 8, 8, 3)]
+
+
+        def get_init_inputs():
+            return [8, 4]
+    """)
+
+
+def test_embedding_index_select_gather_pad(tmp_path):
+    needs("embedding", "index_select", "gather", "constant_pad")
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(10, 6)
+
+            def forward(self, x, idx):
+                e = self.emb(idx)
+                s = torch.index_select(x, 1, idx[0])
+                t = torch.gather(x, 1, idx)
+                p = F.pad(x, (1, 2, 0, 1), value=-1.5)
+                return e, s, t, p, F.pad(x, (1, 1), value=float('-inf'))
+
+
+        def get_inputs():
+            return [torch.randn(4, 8), torch.randint(0, 4, (4, 3))]
+
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"embedding", "index_select", "gather", "constant_pad"} <= ops_of(g)
+    pads = [n["attrs"] for n in g["nodes"] if n["op"] == "constant_pad"]
+    assert pads == [{"pad": [1, 2, 0, 1], "value": -1.5}, {"pad": [1, 1], "value": "-inf"}]
+
+
+def test_integer_tensor_index_is_index_select(tmp_path):
+    """Swin's relative-position bias: a table indexed by a buffer of indices."""
+    needs("index_select")
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = nn.Parameter(torch.randn(9, 2))
+                coords = torch.stack(torch.meshgrid(torch.arange(2), torch.arange(2), indexing="ij")).flatten(1)
+                rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + 1
+                self.register_buffer("rpi", rel[:, :, 0] * 3 + rel[:, :, 1])
+
+            def forward(self, x, i):
+                bias = self.table[self.rpi.view(-1)].view(4, 4, -1).permute(2, 0, 1)
+                return x[:, i], x[..., i[0]], bias, x[i]
+
+
+        def get_inputs():
+            return [torch.randn(5, 6), torch.randint(0, 5, (2, 3))]
+
+
+        def get_init_inputs():
+            return []
+    """)
+    assert [n["attrs"]["dim"] for n in g["nodes"] if n["op"] == "index_select"] == [0, 1, 1, 0]
+
+
+def test_einops_rearrange(tmp_path):
+    pytest.importorskip("einops")
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        from einops import rearrange, reduce
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(48, 16)
+
+            def forward(self, img):
+                x = rearrange(img, "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", p1=4, p2=4)
+                return reduce(self.proj(x), "b n d -> b d", "mean")
+
+
+        def get_inputs():
+            return [torch.randn(2, 3, 8, 8)]
+
+
+        def get_init_inputs():
+            return []
+    """)
+    assert ops_of(g) <= {"reshape", "permute", "linear", "mean"}
+
+
+def test_generic_capture_of_composites(tmp_path):
+    """Python functions are traced into (F.glu, F.hardtanh); C++ ones without a rule are captured as ATen
+    (torch.meshgrid, torch.addcmul)."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def forward(self, x, a, b):
+                gx, gy = torch.meshgrid(a, b, indexing="ij")
+                rows = [r * 2 for r in x]
+                return F.glu(x, dim=-1), gx + gy, torch.addcmul(x, x, x, value=0.5), torch.stack(rows)
+
+
+        def get_inputs():
+            return [torch.randn(4, 8), torch.randn(3), torch.randn(5)]
+
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"sigmoid", "expand", "stack"} <= ops_of(g)
+
+
+COMPOSITES = {
+    "roll": "return torch.roll(x, (1, -3), (0, 1)) + torch.roll(x, 5).sum()",
+    "repeat": "return x[None].repeat(2, 1, 3)",
+    "pixel_shuffle": "return F.pixel_unshuffle(F.pixel_shuffle(x.view(1, 4, 2, 4), 2), 2)",
+    "shrink_threshold": "return F.softshrink(x, 0.3) + F.hardshrink(x, 0.4) + F.threshold(x, 0.1, 20.0)",
+    "celu_logsigmoid": "return F.celu(x, 0.7) + F.logsigmoid(x)",
+    "lerp_prelu": "return torch.lerp(x, x * 2, 0.3), F.prelu(x.view(2, 4, 4), torch.full((4,), 0.2))",
+    "arange": "return x + torch.arange(8) * 0.5 + torch.arange(1, 17, 2, dtype=torch.float32)",
+    "cosine_similarity": "return F.cosine_similarity(x, x.flip(0), dim=1)",
+    "std_cumsum": "return x.std(dim=1), x.flip(1).cumsum(1).flip(1)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITES))
+def test_captured_composites_match_torch(tmp_path, name):
+    """C++ composites without a rule, through make_fx and the ATen table, checked on the CPU."""
+    verified(tmp_path, forward_problem(tmp_path, COMPOSITES[name]))
+
+
+# ---------------------------------------------------------------- what stays an error, and says so
+
+FORWARD_ONLY = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x):
+            {body}
+
+
+    def get_inputs():
+        return [torch.randn(4, 8)]
+
+
+    def get_init_inputs():
+        return []
+"""
+
+
+def forward_problem(tmp_path, body):
+    return problem(tmp_path, FORWARD_ONLY.replace("{body}", textwrap.indent(textwrap.dedent(body), " " * 12).strip()))
+
+
+def test_random_draw_in_forward(tmp_path):
+    path = forward_problem(tmp_path, """
+        h0 = torch.randn(4, 8)
+        return self.lin(x) + h0
+    """)
+    expect_error(path, r"problem\.py:12: torch\.randn draws random numbers inside forward.*register_buffer.*get_inputs")
+
+
+def test_unknown_aten_op_names_op_and_line(tmp_path):
+    path = forward_problem(tmp_path, """
+        y = torch.relu(x)
+        return torch.log1p(y)
+    """)
+    expect_error(path, r"^.*problem\.py:13: torch\.log1p decomposes to aten\.log1p, which kforge has no op for$")
+    r = subprocess.run([sys.executable, "-m", "kforge.importer", path], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), KFORGE_OPS_DEF=OPS_DEF))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert re.match(r"kforge import: error: .*problem\.py:13: torch\.log1p decomposes to aten\.log1p", r.stderr)
+
+
+def test_unknown_aten_op_inside_a_composite(tmp_path):
+    path = forward_problem(tmp_path, """
+        return torch.sort(x, dim=1)[0] + 1
+    """)
+    expect_error(path, r"problem\.py:12: torch\.sort decomposes to aten\.sort, which kforge has no op for")
+
+
+def test_unused_unsupported_results_are_fine(tmp_path):
+    path = forward_problem(tmp_path, """
+        torch.sort(x, dim=1)
+        n = torch.arange(4)
+        return self.lin(x)
+    """)
+    assert ops_of(imported(path)) == {"linear"}
+
+
+def test_item_on_an_input_stays_an_error(tmp_path):
+    expect_error(forward_problem(tmp_path, "return x * x.max().item()"),
+                 r"problem\.py:12: data-dependent value: torch\.Tensor\.item")
+
+
+def test_update_through_an_alias_is_an_error(tmp_path):
+    path = forward_problem(tmp_path, """
+        y = x.view(-1)
+        x.add_(1.0)
+        return y * 2
+    """)
+    expect_error(path, r"problem\.py:13: torch\.Tensor\.add_ updates memory in place that this tensor shares")
+
+
+def test_update_of_a_disjoint_view_keeps_the_other(tmp_path):
+    verified(tmp_path, forward_problem(tmp_path, """
+        y = self.lin(x)
+        a, b = y[:, :4], y[:, 4:]
+        a.mul_(3.0)
+        b.add_(a)
+        return y, a, b
+    """))
+
+
+def test_inplace_functional_rebinding_graph(tmp_path):
+    g = imported(forward_problem(tmp_path, """
+        y = self.lin(x)
+        y += 1.0
+        y.relu_()
+        return y
+    """))
+    assert [n["op"] for n in g["nodes"]] == ["linear", "add", "relu"]
