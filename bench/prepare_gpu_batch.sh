@@ -6,16 +6,22 @@
 #                   (same nvcc 13.0 there: the device call finds the objects and libraries built)
 #   .gpu/COMMIT     the commit (and +dirty) the binary was built from
 # Then: device run with carry [".gpu"] and command `bash bench/gpu_run.sh`.
+# EXTRA_SUITES="tests/unseen tests/zoo" stages those folders too, as levels named by their last part.
+# NO_WARM=1 skips warming the cache here (the GPU machine then builds on its 16 cores: minutes of
+# device time for 150 problems, against tens of minutes on a 2-core CPU machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/kforge ] || { echo "prepare_gpu_batch: build kforge first (bash scripts/setup.sh)" >&2; exit 3; }
 rm -rf .gpu
 mkdir -p .gpu/kb .gpu/cache
 # Start from the tests' cache (same nvcc, same flags): only what changed since is compiled again.
-if [ -d build/kforge-cache ]; then cp -r build/kforge-cache/. .gpu/cache/; fi
+if [ -z "${NO_WARM:-}" ] && [ -d build/kforge-cache ]; then cp -r build/kforge-cache/. .gpu/cache/; fi
 copied=$(date +%s)
 sleep 2  # entries the runs below create or read are newer than the copy (see prune_cache.py)
 cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 .gpu/kb/
+for extra in ${EXTRA_SUITES:-}; do
+  mkdir -p .gpu/kb/"$(basename "$extra")" && cp "$extra"/*.py .gpu/kb/"$(basename "$extra")"/
+done
 # The GPU machine has no libtorch-dev: its kforge is built without the RL layer (`train` says so there).
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKFORGE_BUILD_TESTS=OFF \
   -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON > build/gpu-kforge-build.log 2>&1 && cmake --build build-gpu --target kforge >> build/gpu-kforge-build.log 2>&1 ||
@@ -31,17 +37,17 @@ if [ -x /usr/bin/bwrap ]; then mkdir -p .gpu/bin && cp /usr/bin/bwrap .gpu/bin/b
 commit=$(git rev-parse --short HEAD)
 [ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit+dirty"
 echo "$commit" > .gpu/COMMIT
-for protocol in cuda-agent kernelbench; do
+for protocol in $([ -n "${NO_WARM:-}" ] || echo cuda-agent kernelbench); do
   KFORGE_CACHE=$PWD/.gpu/cache ./build/kforge bench --suite .gpu/kb --protocol "$protocol" --device cpu \
     --out build/gpu-batch/"$protocol" --force > build/gpu-batch-"$protocol".log 2>&1 || true
   tail -6 build/gpu-batch-"$protocol".log
 done
-python3 bench/prune_cache.py .gpu/cache "$copied"
+[ -n "${NO_WARM:-}" ] || python3 bench/prune_cache.py .gpu/cache "$copied"
 # Every staged problem's library is linked and cached: the build finds it by the objects' content
 # keys without the objects, so they stay here (the compile logs, small, travel for the resource report).
-find .gpu/cache/obj -name '*.o' -delete
+find .gpu/cache -path '*/obj/*.o' -delete
 # Host symbol tables are not needed to load them (dlopen uses the dynamic ones): ~10 % smaller.
-strip --strip-unneeded .gpu/cache/lib/*.so
+find .gpu/cache -path '*/lib/*.so' -exec strip --strip-unneeded {} +
 # Compressed for the trip (the carry limit is 64 MiB; ~3.5x smaller); gpu_run.sh unpacks it there.
 tar czf .gpu/cache.tgz -C .gpu cache && rm -rf .gpu/cache
 echo "staged .gpu/ ($(du -sh .gpu | cut -f1)) for commit $commit"
