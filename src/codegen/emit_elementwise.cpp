@@ -4,6 +4,7 @@
 // broadcast index arithmetic (shapes baked in). Each node computes in float (double for float64,
 // the integer type for integers) and rounds to its own dtype, exactly as the unfused ops would.
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <span>
 #include <sstream>
@@ -209,6 +210,12 @@ StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, 
     case ir::OpFamily::kFull: {
       T = compute_type(out_dtype);
       double v = node.attrs.f("value");
+      if (!ir::is_floating(out_dtype) && !std::isfinite(v)) {
+        // torch: inf and nan are true as bools and do not convert to integers.
+        if (out_dtype != ir::DType::kBool)
+          return invalid_argument(ir::describe(g, node) + ": the non-finite value does not fit its integer dtype");
+        v = 1;
+      }
       value = "T(" +
               (T == "double"
                    ? double_literal(v)
