@@ -189,7 +189,8 @@ StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, 
       ir::DType math = g.type(node.inputs[0]).dtype;
       if (!unary) math = ir::promote(math, g.type(node.inputs[1]).dtype);
       T = compute_type(math);
-      for (const auto& rule : unary ? std::span<const ElementwiseRule>(kUnaryRules) : std::span<const ElementwiseRule>(kBinaryRules)) {
+      for (const auto& rule :
+           unary ? std::span<const ElementwiseRule>(kUnaryRules) : std::span<const ElementwiseRule>(kBinaryRules)) {
         if (rule.op != node.op) continue;
         lines = unary ? "const T x = " + as_t(ops[0]) + "; "
                       : "const T a = " + as_t(ops[0]) + "; const T b = " + as_t(ops[1]) + "; ";
