@@ -22,12 +22,26 @@ float log_ratio(const std::optional<double>& t, const std::optional<double>& t0)
   return clip(std::log(*t / *t0), -4.0, 4.0) / 4.0f;
 }
 
+// The histogram slot of a family: its own, or its kin's for families added after the checkpoint.
+int family_slot(ir::OpFamily f) {
+  switch (f) {
+    case ir::OpFamily::kLogical: return static_cast<int>(ir::OpFamily::kCompare);
+    case ir::OpFamily::kIndex: return static_cast<int>(ir::OpFamily::kSelect);
+    case ir::OpFamily::kUnfold: return static_cast<int>(ir::OpFamily::kSlice);
+    case ir::OpFamily::kPad: return static_cast<int>(ir::OpFamily::kCat);
+    default: break;
+  }
+  const int slot = static_cast<int>(f);
+  KF_CHECK(slot < kNumOpFamilies) << "op family " << ir::family_name(f) << " has no feature slot: give it its kin's";
+  return slot;
+}
+
 void add_family_histogram(const ir::Graph& g, const std::vector<int>& nodes, std::vector<float>& out, int offset) {
   if (nodes.empty()) return;
   const float share = 1.0f / static_cast<float>(nodes.size());
   for (int n : nodes) {
-    const int family = static_cast<int>(ir::op_info(g.nodes()[static_cast<size_t>(n)].op).family);
-    out[static_cast<size_t>(offset + family)] += share;
+    const int slot = family_slot(ir::op_info(g.nodes()[static_cast<size_t>(n)].op).family);
+    out[static_cast<size_t>(offset + slot)] += share;
   }
 }
 

@@ -10,12 +10,10 @@
 
 namespace kforge::agent {
 
-// The op families of the registry (ir/op_families.def), in that order.
-constexpr int kNumOpFamilies = 0
-#define KF_FAMILY(name) +1
-#include "ir/op_families.def"
-#undef KF_FAMILY
-    ;
+// Slots of the op-family histograms: one per family of the registry (ir/op_families.def), in that
+// order, up to Full; families added after it (Logical, Index, Unfold, Pad) share the slot of their
+// kin (family_slot in features.cpp), so that the shipped checkpoint's dimensions stay.
+constexpr int kNumOpFamilies = static_cast<int>(ir::OpFamily::kFull) + 1;
 
 // Skill slots of the action one-hot: the catalogue (skills::all_skills()) in its order, padded to this
 // many so that adding a skill does not change the dimensions (a checked invariant: the catalogue fits).

@@ -38,10 +38,13 @@ std::string EmitContext::signature() const {
 }
 
 std::string float_literal(double v) {
-  if (std::isnan(v)) return "(NAN)";
-  if (std::isinf(v)) return v > 0 ? "(INFINITY)" : "(-INFINITY)";
+  // INFINITY and NAN (math.h, which kforge_runtime.cuh includes) are float constant expressions; a
+  // finite double beyond float's range rounds to infinity, as torch's conversion does.
+  const float f = static_cast<float>(v);
+  if (std::isnan(f)) return "(NAN)";
+  if (std::isinf(f)) return f > 0 ? "(INFINITY)" : "(-INFINITY)";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(f));
   std::string s = buf;
   if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   return "(" + s + "f)";

@@ -1,10 +1,12 @@
-// Elementwise families (unary, binary, compare, where, cast, full): one grid-stride kernel computes a
+// Elementwise families (unary, binary, compare, logical, where, cast, full): one grid-stride kernel computes a
 // chain of elementwise nodes (one node, or several fused by the fuse_elementwise skill) at each
 // output index; values made inside the kernel live in registers, every other operand is loaded with
 // broadcast index arithmetic (shapes baked in). Each node computes in float (double for float64,
 // the integer type for integers) and rounds to its own dtype, exactly as the unfused ops would.
 #include <algorithm>
+#include <cmath>
 #include <regex>
+#include <span>
 #include <sstream>
 
 #include "codegen/elementwise_index.h"
@@ -181,6 +183,23 @@ StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, 
       if (value.empty()) return unsupported("no binary rule for " + ir::describe(g, node));
       break;
     }
+    case ir::OpFamily::kLogical: {
+      // In the promoted type of the operands; the rules test against zero, so NaN is true as in torch.
+      const bool unary = node.op == ir::OpId::kLogicalNot;
+      ir::DType math = g.type(node.inputs[0]).dtype;
+      if (!unary) math = ir::promote(math, g.type(node.inputs[1]).dtype);
+      T = compute_type(math);
+      for (const auto& rule :
+           unary ? std::span<const ElementwiseRule>(kUnaryRules) : std::span<const ElementwiseRule>(kBinaryRules)) {
+        if (rule.op != node.op) continue;
+        lines = unary ? "const T x = " + as_t(ops[0]) + "; "
+                      : "const T a = " + as_t(ops[0]) + "; const T b = " + as_t(ops[1]) + "; ";
+        value = rule.expr;
+        break;
+      }
+      if (value.empty()) return unsupported("no logical rule for " + ir::describe(g, node));
+      break;
+    }
     case ir::OpFamily::kWhere:
       T = compute_type(out_dtype);
       value = "((" + ops[0].expr + ") != 0 ? " + as_t(ops[1]) + " : " + as_t(ops[2]) + ")";
@@ -192,6 +211,12 @@ StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, 
     case ir::OpFamily::kFull: {
       T = compute_type(out_dtype);
       double v = node.attrs.f("value");
+      if (!ir::is_floating(out_dtype) && !std::isfinite(v)) {
+        // torch: inf and nan are true as bools and do not convert to integers.
+        if (out_dtype != ir::DType::kBool)
+          return invalid_argument(ir::describe(g, node) + ": the non-finite value does not fit its integer dtype");
+        v = 1;
+      }
       value = "T(" +
               (T == "double"
                    ? double_literal(v)
@@ -572,6 +597,9 @@ StatusOr<KernelSource> emit_Cast(const EmitContext& ctx) {
   return emit_elementwise_chain(ctx);
 }
 StatusOr<KernelSource> emit_Full(const EmitContext& ctx) {
+  return emit_elementwise_chain(ctx);
+}
+StatusOr<KernelSource> emit_Logical(const EmitContext& ctx) {
   return emit_elementwise_chain(ctx);
 }
 

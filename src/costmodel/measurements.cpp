@@ -41,7 +41,8 @@ KernelKind kind_of(const ir::Graph& g, const schedule::Kernel& k) {
     case ir::OpFamily::kBinary:
     case ir::OpFamily::kCast:
     case ir::OpFamily::kWhere:
-    case ir::OpFamily::kCompare: return KernelKind::kElementwise;
+    case ir::OpFamily::kCompare:
+    case ir::OpFamily::kLogical: return KernelKind::kElementwise;
     default: return KernelKind::kOther;
   }
 }

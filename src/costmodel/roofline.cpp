@@ -81,6 +81,10 @@ double node_flops(const ir::Graph& g, const ir::Node& n) {
       return prod(out.shape) * window;
     }
     case ir::OpFamily::kReshape: return 0;
+    // Data movement: index arithmetic per output element, no arithmetic on the values.
+    case ir::OpFamily::kIndex:
+    case ir::OpFamily::kUnfold:
+    case ir::OpFamily::kPad: return prod(out.shape);
     default:
       // Elementwise, reductions, norms, scans, losses: a handful of operations per input element.
       return 4.0 * std::max(prod(in0.shape), prod(out.shape));
@@ -116,6 +120,13 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
     }
   }
   for (auto v : read) c.bytes += static_cast<double>(g.type(v).bytes());
+  // An index op reads only the rows (elements) its indices pick: at most its output's worth of its
+  // data input (an embedding table is mostly never read).
+  const ir::Node& root = g.nodes()[static_cast<size_t>(k.root())];
+  if (k.nodes.size() == 1 && ir::op_info(root.op).family == ir::OpFamily::kIndex) {
+    const double table = static_cast<double>(g.type(root.inputs[0]).bytes());
+    c.bytes -= table - std::min(table, static_cast<double>(g.type(root.output).bytes()));
+  }
   const double out_bytes = static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
   c.bytes += out_bytes;
   // A convolution with its epilogue: the library writes its result, the epilogue (or the channel

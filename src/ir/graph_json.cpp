@@ -48,6 +48,15 @@ std::optional<double> non_finite(const Json& v) {
   return std::nullopt;
 }
 
+// The message for a float or scalar attr that is neither a number nor one of those strings.
+Status not_a_number(const Json& v, const std::string& here) {
+  if (v.is_string()) {
+    return invalid_argument(here + " must be a number or one of the strings \"inf\", \"-inf\", \"nan\", not \"" +
+                            v.get<std::string>() + "\"");
+  }
+  return invalid_argument(here + " must be a number");
+}
+
 StatusOr<AttrValue> parse_attr(const Json& v, const AttrSpec& spec, const std::string& where) {
   const std::string here = where + ": attr '" + spec.name + "'";
   if (v.is_null()) {
@@ -61,14 +70,14 @@ StatusOr<AttrValue> parse_attr(const Json& v, const AttrSpec& spec, const std::s
       return AttrValue{v.get<int64_t>()};
     case AttrType::kFloat:
       if (auto nf = non_finite(v)) return AttrValue{*nf};
-      if (!v.is_number()) return invalid_argument(here + " must be a number");
+      if (!v.is_number()) return not_a_number(v, here);
       return AttrValue{v.get<double>()};
     case AttrType::kScalar:
       if (v.is_boolean()) return AttrValue{static_cast<int64_t>(v.get<bool>())};
       if (v.is_number_integer()) return AttrValue{v.get<int64_t>()};
       if (v.is_number()) return AttrValue{v.get<double>()};
       if (auto nf = non_finite(v)) return AttrValue{*nf};
-      return invalid_argument(here + " must be a number");
+      return not_a_number(v, here);
     case AttrType::kBool:
       if (!v.is_boolean()) return invalid_argument(here + " must be true or false");
       return AttrValue{v.get<bool>()};

@@ -160,6 +160,7 @@ bool is_elementwise(OpFamily f) {
     case OpFamily::kCompare:
     case OpFamily::kWhere:
     case OpFamily::kCast:
+    case OpFamily::kLogical:
     case OpFamily::kFull: return true;
     default: return false;
   }

@@ -59,7 +59,7 @@ std::optional<OpId> op_from_name(std::string_view name);
 const std::vector<OpInfo>& all_ops();
 std::string_view family_name(OpFamily f);
 
-// Elementwise families (unary, binary, compare, where, cast, full): each output element depends only
+// Elementwise families (unary, binary, compare, logical, where, cast, full): each output element depends only
 // on the operands' elements at the same (broadcast) index, so chains of them fuse into one kernel.
 bool is_elementwise(OpFamily f);
 

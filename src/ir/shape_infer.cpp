@@ -508,6 +508,90 @@ StatusOr<TensorType> infer_Full(const InferArgs& x) {
   return TensorType{x.a().ints("shape"), *dtype_from_name(x.a().s("dtype"))};
 }
 
+StatusOr<TensorType> infer_Logical(const InferArgs& x) {
+  if (x.node.op == OpId::kLogicalNot) return TensorType{x.in(0).shape, DType::kBool};
+  KF_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(x.in(0).shape, x.in(1).shape));
+  return TensorType{s, DType::kBool};
+}
+
+// An index tensor: int64 or int32 (torch's embedding and index_select take both, gather int64).
+Status check_index_dtype(const TensorType& index) {
+  if (index.dtype != DType::kInt64 && index.dtype != DType::kInt32)
+    return invalid_argument("needs an int64 or int32 index tensor, got " + std::string(dtype_name(index.dtype)));
+  return Status::ok();
+}
+
+StatusOr<TensorType> infer_Index(const InferArgs& x) {
+  const TensorType& src = x.in(0);
+  const TensorType& index = x.in(1);
+  KF_RETURN_IF_ERROR(check_index_dtype(index));
+  switch (x.node.op) {
+    case OpId::kEmbedding: {
+      if (src.shape.size() != 2) return invalid_argument("needs a 2-D weight, got " + shape_str(src.shape));
+      Shape out = index.shape;
+      out.push_back(src.shape[1]);
+      return TensorType{out, src.dtype};
+    }
+    case OpId::kIndexSelect: {
+      KF_ASSIGN_OR_RETURN(int64_t d, norm_dim(x.a().i("dim"), src.shape.size(), "dim"));
+      if (index.shape.size() > 1) return invalid_argument("needs a 1-D index, got " + shape_str(index.shape));
+      if (src.shape.empty()) return TensorType{Shape{}, src.dtype};
+      Shape out = src.shape;
+      out[static_cast<size_t>(d)] = index.numel();
+      return TensorType{out, src.dtype};
+    }
+    case OpId::kGather: {
+      KF_ASSIGN_OR_RETURN(int64_t d, norm_dim(x.a().i("dim"), src.shape.size(), "dim"));
+      if (index.shape.size() != src.shape.size() && !(src.shape.empty() && index.shape.size() <= 1))
+        return invalid_argument("index " + shape_str(index.shape) + " and input " + shape_str(src.shape) +
+                                " need the same number of dims");
+      if (index.dtype != DType::kInt64) return invalid_argument("needs an int64 index, as torch.gather does");
+      for (size_t k = 0; k < index.shape.size() && k < src.shape.size(); ++k) {
+        if (static_cast<int64_t>(k) != d && index.shape[k] > src.shape[k])
+          return invalid_argument("index " + shape_str(index.shape) + " is larger than input " + shape_str(src.shape) +
+                                  " in dim " + std::to_string(k));
+      }
+      return TensorType{index.shape, src.dtype};
+    }
+    default: return internal_error("infer_Index: not an index op");
+  }
+}
+
+StatusOr<TensorType> infer_Unfold(const InferArgs& x) {
+  const Shape& in = x.in(0).shape;
+  if (in.empty()) return unsupported("unfold of a 0-dim tensor");
+  KF_ASSIGN_OR_RETURN(int64_t d, norm_dim(x.a().i("dim"), in.size(), "dim"));
+  const int64_t n = in[static_cast<size_t>(d)];
+  const int64_t size = x.a().i("size");
+  const int64_t step = x.a().i("step");
+  if (size < 0 || size > n)
+    return invalid_argument("unfold size " + std::to_string(size) + " does not fit dim " + std::to_string(d) +
+                            " of size " + std::to_string(n));
+  if (step <= 0) return invalid_argument("unfold step must be positive, not " + std::to_string(step));
+  Shape out = in;
+  out[static_cast<size_t>(d)] = (n - size) / step + 1;
+  out.push_back(size);
+  return TensorType{out, x.in(0).dtype};
+}
+
+StatusOr<TensorType> infer_Pad(const InferArgs& x) {
+  const Shape& in = x.in(0).shape;
+  const auto& pad = x.a().ints("pad");
+  if (pad.size() % 2 != 0) return invalid_argument("pad needs (left, right) pairs, got " + shape_str(pad));
+  if (pad.size() / 2 > in.size())
+    return invalid_argument("pad " + shape_str(pad) + " names more dims than the input " + shape_str(in) + " has");
+  Shape out = in;
+  for (size_t j = 0; j < pad.size() / 2; ++j) {
+    const size_t d = in.size() - 1 - j;
+    const int64_t len = in[d] + pad[2 * j] + pad[2 * j + 1];
+    if (len < 0)
+      return invalid_argument("pad " + shape_str(pad) + " crops dim " + std::to_string(d) + " of size " +
+                              std::to_string(in[d]) + " below zero");
+    out[d] = len;
+  }
+  return TensorType{out, x.in(0).dtype};
+}
+
 Rule rule_for(OpFamily f) {
   switch (f) {
 #define KF_FAMILY(name)   \

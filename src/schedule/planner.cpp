@@ -17,6 +17,7 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
     case OpFamily::kBinary:
     case OpFamily::kWhere:
     case OpFamily::kCompare:
+    case OpFamily::kLogical:
     case OpFamily::kFull: return {Impl::kGenerated, "elementwise"};
     case OpFamily::kReduce:
     case OpFamily::kArgReduce: return {Impl::kGenerated, "reduce"};
@@ -35,7 +36,10 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
     case OpFamily::kFlip:
     case OpFamily::kCat:
     case OpFamily::kDiag:
-    case OpFamily::kTriangle: return {Impl::kGenerated, "gather"};
+    case OpFamily::kTriangle:
+    case OpFamily::kIndex:
+    case OpFamily::kUnfold:
+    case OpFamily::kPad: return {Impl::kGenerated, "gather"};
   }
   (void)g;
   return {Impl::kGenerated, "elementwise"};

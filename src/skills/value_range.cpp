@@ -217,7 +217,17 @@ ValueRange node_range(const ir::Graph& g, const ir::Node& node, const std::vecto
     case ir::OpId::kExpand:
     case ir::OpId::kSlice:
     case ir::OpId::kSelect:
-    case ir::OpId::kFlip: return x;
+    case ir::OpId::kFlip:
+    // Elements of input 0 (the embedding's table), moved.
+    case ir::OpId::kEmbedding:
+    case ir::OpId::kIndexSelect:
+    case ir::OpId::kGather:
+    case ir::OpId::kUnfold: return x;
+    case ir::OpId::kConstantPad: {
+      const double v = round_to(t, node.attrs.f("value"));
+      if (std::isnan(v) || x.is_any()) return ValueRange::any();
+      return ValueRange::between(std::min(x.lo, v), std::max(x.hi, v));
+    }
     case ir::OpId::kCat:
     case ir::OpId::kStack: return union_of(g, node, ranges);
     default: return ValueRange::any();

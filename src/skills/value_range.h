@@ -38,8 +38,9 @@ std::vector<ValueRange> value_ranges(const ir::Graph& g);
 // The range of one node's output, given the ranges of the values before it. Covered: full;
 // minimum and maximum with a constant or a tensor of known range; clamp, hardtanh, relu, sigmoid,
 // tanh, neg, identity; add, sub, mul, div with a constant; dropout (eval: identity; training:
-// the input's range joined with 0 and scaled by 1 / (1 - p), so {0} stays {0}); and ops that only
-// move values (reshape, permute, expand, slice, select, flip, cat). Any other op is any.
+// the input's range joined with 0 and scaled by 1 / (1 - p), so {0} stays {0}); ops that only
+// move values (reshape, permute, expand, slice, select, flip, cat, embedding, index_select, gather,
+// unfold); and constant_pad (the input's range joined with the pad value). Any other op is any.
 ValueRange node_range(const ir::Graph& g, const ir::Node& node, const std::vector<ValueRange>& ranges);
 
 }  // namespace kforge::skills

@@ -81,6 +81,15 @@ CASES = [
      "a = x.view(-1); b = x.permute(1, 0); c = x[:, 1:4:2]; e = x.select(1, 0).unsqueeze(1).expand(-1, 3)\n"
      "f = torch.cat([c, e], dim=1); g = torch.stack([f, f], dim=0); h = torch.diag(x[0]); k = torch.tril(b) + torch.triu(b, 1)\n"
      "z0 = torch.zeros_like(x); return a, g, h, k, z0 + x", [(N, L)], ""),
+    ("logical", ["logical_not", "logical_and", "logical_or", "where"],
+     "m = torch.logical_and(x > 0.5, torch.logical_not(y < 0.2)); n = torch.logical_or(x > 0.7, y)\n"
+     "return torch.where(torch.logical_or(m, n), x, y)", [(N, L), (L,)], ""),
+    ("indexing", ["embedding", "index_select", "gather"],
+     "return torch.gather(x, 1, y), torch.index_select(x, 0, z), F.embedding(z, x)",
+     [(N, L), "torch.randint(0, %d, (%d, 3))" % (L, N), "torch.randint(0, %d, (5,))" % N], ""),
+    ("unfold_pad", ["unfold", "constant_pad"],
+     "return x.unfold(1, 3, 2), F.pad(x, (1, 2, -1, 0), value=float('-inf')), F.pad(x, (0, 1), value=0.5)",
+     [(N, L)], ""),
 ]
 
 def problem_source(body, shapes, init):

@@ -1,6 +1,8 @@
 // Graph JSON: round trip, defaults, and the messages a malformed graph gets.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "test_util.h"
 
 namespace kforge::ir {
@@ -30,6 +32,41 @@ TEST(GraphJson, InfinityScalarsRoundTrip) {
   EXPECT_TRUE(std::isinf(g.nodes()[0].attrs.f("scalar")));
   Graph again = graph_from_text(graph_to_json(g).dump());
   EXPECT_LT(again.nodes()[0].attrs.f("scalar"), 0);
+}
+
+TEST(GraphJson, NonFiniteFloatsRoundTripAsStrings) {
+  Graph g = graph_from_text(one_node_graph("clamp", {{"x", {3}}}, R"({"min": "-inf", "max": "nan"})", {3}));
+  EXPECT_TRUE(std::isinf(g.nodes()[0].attrs.f("min")) && g.nodes()[0].attrs.f("min") < 0);
+  EXPECT_TRUE(std::isnan(g.nodes()[0].attrs.f("max")));
+  Json j = graph_to_json(g);
+  EXPECT_EQ(j["nodes"][0]["attrs"]["min"], "-inf");
+  EXPECT_EQ(j["nodes"][0]["attrs"]["max"], "nan");
+  Graph pad = graph_from_text(one_node_graph("constant_pad", {{"x", {3}}}, R"({"pad": [1, 1], "value": "inf"})", {5}));
+  EXPECT_TRUE(std::isinf(pad.nodes()[0].attrs.f("value")) && pad.nodes()[0].attrs.f("value") > 0);
+  EXPECT_EQ(graph_to_json(pad)["nodes"][0]["attrs"]["value"], "inf");
+  // A scalar attr (full's value) as well; the text survives a second round trip unchanged.
+  Graph full =
+      graph_from_text(one_node_graph("full", {}, R"({"shape": [2], "value": "nan", "dtype": "float32"})", {2}));
+  EXPECT_TRUE(std::isnan(full.nodes()[0].attrs.f("value")));
+  const std::string text = graph_to_json(full).dump();
+  EXPECT_NE(text.find(R"("value":"nan")"), std::string::npos) << text;
+  EXPECT_EQ(graph_to_json(graph_from_text(text)).dump(), text);
+}
+
+TEST(GraphJsonErrors, OtherStringsInNumberAttrsAreNamed) {
+  for (const char* bad : {"Infinity", "NaN", "+inf", "1.5"}) {
+    const std::string attrs = std::string(R"({"min": ")") + bad + "\"}";
+    std::string e = graph_error(one_node_graph("clamp", {{"x", {3}}}, attrs, {3}));
+    EXPECT_NE(e.find(R"(attr 'min' must be a number or one of the strings "inf", "-inf", "nan", not ")" +
+                     std::string(bad) + "\""),
+              std::string::npos)
+        << e;
+  }
+  std::string e =
+      graph_error(one_node_graph("full", {}, R"({"shape": [2], "value": "-nan", "dtype": "float32"})", {2}));
+  EXPECT_NE(e.find("attr 'value' must be a number or one of the strings"), std::string::npos) << e;
+  e = graph_error(one_node_graph("clamp", {{"x", {3}}}, R"({"min": [1]})", {3}));
+  EXPECT_NE(e.find("attr 'min' must be a number"), std::string::npos) << e;
 }
 
 TEST(GraphJsonErrors, NotAGraph) {

@@ -32,5 +32,25 @@ TEST(OpRegistry, SchemasParse) {
   EXPECT_TRUE(op_info(OpId::kCat).variadic());
 }
 
+TEST(OpRegistry, IndexingAndLogicalOps) {
+  EXPECT_EQ(op_info(OpId::kLogicalNot).family, OpFamily::kLogical);
+  EXPECT_EQ(op_info(OpId::kLogicalAnd).min_inputs(), 2u);
+  EXPECT_TRUE(is_elementwise(OpFamily::kLogical));
+  for (OpId id : {OpId::kEmbedding, OpId::kIndexSelect, OpId::kGather}) {
+    EXPECT_EQ(op_info(id).family, OpFamily::kIndex) << op_info(id).name;
+    EXPECT_EQ(op_info(id).min_inputs(), 2u) << op_info(id).name;
+  }
+  EXPECT_EQ(op_info(OpId::kEmbedding).inputs[0].name, "weight");
+  EXPECT_EQ(op_info(OpId::kGather).attr("dim")->type, AttrType::kInt);
+  const OpInfo& unfold = op_info(OpId::kUnfold);
+  EXPECT_EQ(unfold.family, OpFamily::kUnfold);
+  for (const char* a : {"dim", "size", "step"}) EXPECT_FALSE(unfold.attr(a)->has_default) << a;
+  const OpInfo& pad = op_info(OpId::kConstantPad);
+  EXPECT_EQ(pad.family, OpFamily::kPad);
+  EXPECT_EQ(pad.attr("pad")->type, AttrType::kInts);
+  EXPECT_EQ(pad.attr("value")->type, AttrType::kFloat);
+  EXPECT_FALSE(is_elementwise(OpFamily::kIndex));
+}
+
 }  // namespace
 }  // namespace kforge::ir

@@ -12,9 +12,18 @@ using kforge::testing::one_node_graph;
 
 // The graph parses only if kforge infers exactly `out`.
 void expect_infers(const std::string& op, const std::vector<std::pair<std::string, Shape>>& ins,
-                   const std::string& attrs, const Shape& out, const std::string& dtype = "float32") {
-  std::string e = graph_error(one_node_graph(op, ins, attrs, out, dtype));
+                   const std::string& attrs, const Shape& out, const std::string& dtype = "float32",
+                   const std::vector<std::string>& in_dtypes = {}) {
+  std::string e = graph_error(one_node_graph(op, ins, attrs, out, dtype, in_dtypes));
   EXPECT_EQ(e, "") << op << " " << attrs;
+}
+
+// The graph is rejected with a message that contains `what`.
+void expect_rejects(const std::string& op, const std::vector<std::pair<std::string, Shape>>& ins,
+                    const std::string& attrs, const Shape& out, const std::string& what,
+                    const std::vector<std::string>& in_dtypes = {}) {
+  std::string e = graph_error(one_node_graph(op, ins, attrs, out, "float32", in_dtypes));
+  EXPECT_NE(e.find(what), std::string::npos) << op << " " << attrs << ": " << e;
 }
 
 TEST(ShapeInfer, Broadcasting) {
@@ -78,6 +87,57 @@ TEST(ShapeInfer, EinsumAndLosses) {
   expect_infers("mse_loss", {{"a", {8, 10}}, {"b", {8, 10}}}, R"({"reduction":"none"})", {8, 10});
   expect_infers("triplet_margin_loss", {{"a", {8, 10}}, {"p", {8, 10}}, {"n", {8, 10}}}, R"({"reduction":"none"})",
                 {8});
+}
+
+TEST(ShapeInfer, LogicalOps) {
+  expect_infers("logical_not", {{"x", {2, 3}}}, "{}", {2, 3}, "bool", {"bool"});
+  expect_infers("logical_not", {{"x", {5}}}, "{}", {5}, "bool");  // torch takes any dtype
+  expect_infers("logical_and", {{"a", {4, 1}}, {"b", {3}}}, "{}", {4, 3}, "bool", {"bool", "bool"});
+  expect_infers("logical_or", {{"a", {2, 3}}, {"b", {2, 3}}}, "{}", {2, 3}, "bool", {"bool", "float32"});
+  expect_rejects("logical_or", {{"a", {2}}, {"b", {3}}}, "{}", {3}, "do not broadcast", {"bool", "bool"});
+}
+
+TEST(ShapeInfer, IndexOps) {
+  // F.embedding(index (4, 7), weight (10, 16)) -> (4, 7, 16); int32 indices work too.
+  expect_infers("embedding", {{"w", {10, 16}}, {"i", {4, 7}}}, "{}", {4, 7, 16}, "float32", {"float32", "int64"});
+  expect_infers("embedding", {{"w", {10, 16}}, {"i", {5}}}, "{}", {5, 16}, "float32", {"float32", "int32"});
+  expect_rejects("embedding", {{"w", {10, 16, 2}}, {"i", {5}}}, "{}", {5, 16, 2}, "2-D weight", {"float32", "int64"});
+  expect_rejects("embedding", {{"w", {10, 16}}, {"i", {5}}}, "{}", {5, 16}, "int64 or int32 index",
+                 {"float32", "float32"});
+  expect_infers("index_select", {{"x", {3, 4, 5}}, {"i", {6}}}, R"({"dim": 0})", {6, 4, 5}, "float32",
+                {"float32", "int64"});
+  expect_infers("index_select", {{"x", {3, 4, 5}}, {"i", {2}}}, R"({"dim": -1})", {3, 4, 2}, "float32",
+                {"float32", "int64"});
+  expect_infers("index_select", {{"x", {3, 4, 5}}, {"i", {}}}, R"({"dim": 1})", {3, 1, 5}, "float32",
+                {"float32", "int64"});  // a 0-d index selects one
+  expect_rejects("index_select", {{"x", {3, 4}}, {"i", {2, 2}}}, R"({"dim": 0})", {4, 4}, "1-D index",
+                 {"float32", "int64"});
+  expect_infers("gather", {{"x", {3, 4, 5}}, {"i", {3, 9, 5}}}, R"({"dim": 1})", {3, 9, 5}, "float32",
+                {"float32", "int64"});
+  expect_infers("gather", {{"x", {3, 4, 5}}, {"i", {2, 2, 2}}}, R"({"dim": 2})", {2, 2, 2}, "float32",
+                {"float32", "int64"});
+  expect_rejects("gather", {{"x", {3, 4, 5}}, {"i", {4, 2, 5}}}, R"({"dim": 1})", {4, 2, 5}, "larger than input",
+                 {"float32", "int64"});
+  expect_rejects("gather", {{"x", {3, 4}}, {"i", {3}}}, R"({"dim": 1})", {3}, "same number of dims",
+                 {"float32", "int64"});
+  expect_rejects("gather", {{"x", {3, 4}}, {"i", {3, 4}}}, R"({"dim": 1})", {3, 4}, "int64 index",
+                 {"float32", "int32"});
+}
+
+TEST(ShapeInfer, UnfoldAndConstantPad) {
+  // torch.randn(2, 3, 16).unfold(2, 4, 2) -> (2, 3, 7, 4); a window count rounds down.
+  expect_infers("unfold", {{"x", {2, 3, 16}}}, R"({"dim": 2, "size": 4, "step": 2})", {2, 3, 7, 4});
+  expect_infers("unfold", {{"x", {2, 3, 17}}}, R"({"dim": -1, "size": 4, "step": 3})", {2, 3, 5, 4});
+  expect_infers("unfold", {{"x", {5, 6}}}, R"({"dim": 0, "size": 5, "step": 1})", {1, 6, 5});
+  expect_rejects("unfold", {{"x", {5, 6}}}, R"({"dim": 0, "size": 6, "step": 1})", {0, 6, 6}, "does not fit");
+  expect_rejects("unfold", {{"x", {5, 6}}}, R"({"dim": 0, "size": 2, "step": 0})", {4, 6, 2}, "positive");
+  // F.pad(x (2, 3, 4), (1, 2)) pads the last dim; (0, 0, -1, 3) crops one row before dim 1 and adds three after.
+  expect_infers("constant_pad", {{"x", {2, 3, 4}}}, R"({"pad": [1, 2], "value": 0.5})", {2, 3, 7});
+  expect_infers("constant_pad", {{"x", {2, 3, 4}}}, R"({"pad": [0, 0, -1, 3]})", {2, 5, 4});
+  expect_infers("constant_pad", {{"x", {2, 3, 4}}}, R"({"pad": [-2, -2]})", {2, 3, 0});
+  expect_rejects("constant_pad", {{"x", {2, 3, 4}}}, R"({"pad": [-3, -2]})", {2, 3, 0}, "below zero");
+  expect_rejects("constant_pad", {{"x", {2, 3, 4}}}, R"({"pad": [1]})", {2, 3, 5}, "pairs");
+  expect_rejects("constant_pad", {{"x", {4}}}, R"({"pad": [1, 1, 1, 1]})", {6}, "more dims");
 }
 
 TEST(ShapeRules, WindowArithmetic) {

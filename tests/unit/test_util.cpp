@@ -20,14 +20,17 @@ void expect_builds_with_nvcc(const codegen::Program& p, const std::string& tag) 
 }
 
 std::string one_node_graph(const std::string& op, const std::vector<std::pair<std::string, ir::Shape>>& inputs,
-                           const std::string& attrs_json, const ir::Shape& out_shape, const std::string& out_dtype) {
+                           const std::string& attrs_json, const ir::Shape& out_shape, const std::string& out_dtype,
+                           const std::vector<std::string>& input_dtypes) {
   Json g;
   g["format"] = "kforge.graph/1";
   g["name"] = "t_" + op;
   g["inputs"] = Json::array();
   Json ins = Json::array();
   for (const auto& [id, shape] : inputs) {
-    g["inputs"].push_back({{"id", id}, {"name", id}, {"shape", shape}, {"dtype", "float32"}});
+    const size_t k = ins.size();
+    const std::string dtype = k < input_dtypes.size() ? input_dtypes[k] : "float32";
+    g["inputs"].push_back({{"id", id}, {"name", id}, {"shape", shape}, {"dtype", dtype}});
     ins.push_back(id);
   }
   g["params"] = Json::array();

@@ -41,9 +41,10 @@ inline std::filesystem::path temp_dir(const std::string& name) {
 // skips the calling test's build check when no CUDA toolchain is found. Call it last in a test.
 void expect_builds_with_nvcc(const codegen::Program& p, const std::string& tag);
 
-// One-node graph JSON: inputs given as (id, shape) pairs of float32 tensors.
+// One-node graph JSON: inputs given as (id, shape) pairs, float32 tensors unless `input_dtypes` names
+// their dtypes (one per input).
 std::string one_node_graph(const std::string& op, const std::vector<std::pair<std::string, ir::Shape>>& inputs,
                            const std::string& attrs_json, const ir::Shape& out_shape,
-                           const std::string& out_dtype = "float32");
+                           const std::string& out_dtype = "float32", const std::vector<std::string>& input_dtypes = {});
 
 }  // namespace kforge::testing
