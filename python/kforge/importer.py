@@ -890,6 +890,7 @@ def import_problem(path, mode="eval", ops_def=None):
         if err is None:
             raise
         raise err from None
+    measure_derived_moments(module, graph_inputs)
     nodes, outputs = prune(tracer.nodes, outputs)
     graph = {"format": FORMAT, "name": os.path.splitext(os.path.basename(src))[0], "source": src,
              "torch_version": torch.__version__, "mode": mode, "init_args": jsonable(init_args),
@@ -897,6 +898,37 @@ def import_problem(path, mode="eval", ops_def=None):
              "outputs": outputs}
     validate(graph, schema)
     return graph
+
+
+_MOMENTS_LIMIT = 1 << 26  # elements of get_inputs() in all: larger problems keep "unknown"
+
+
+def measure_derived_moments(module, graph_inputs):
+    """Floating inputs whose dist is unknown (computed in get_inputs(), e.g. (A + A.T) / 2 or triu(rand))
+    get the measured mean and standard deviation of one real draw: the precision estimate
+    (src/skills/tf32_error.cpp) reads them instead of assuming zero mean. get_inputs() runs again for
+    real on the CPU, outside the tracer and with the caller's RNG state kept, only when it is small."""
+    unknown = [g for g in graph_inputs if g["dist"].get("kind") == "unknown"
+               and g["dtype"] in ("float32", "float16", "bfloat16", "float64") and "uninitialized" not in g["dist"].get("note", "")]
+    if not unknown or sum(math.prod(g["shape"]) for g in graph_inputs) > _MOMENTS_LIMIT:
+        return
+    try:
+        with preserved_rng(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)
+            real = list(module.get_inputs())
+    except Exception:
+        return  # the moments are a refinement: without them the estimate stays conservative
+    tensors = [x for x in real if isinstance(x, torch.Tensor)]  # graph_inputs: one per tensor, in order
+    by_name = {g["name"]: x for g, x in zip(graph_inputs, tensors)}
+    for g in unknown:
+        x = by_name.get(g["name"])
+        if x is None or list(x.shape) != g["shape"] or not x.dtype.is_floating_point or x.device.type != "cpu":
+            continue
+        x = x.detach().double()
+        if x.numel() == 0 or not bool(torch.isfinite(x).all()):
+            continue
+        g["dist"] = dict(g["dist"], moments={"mean": float(f"{x.mean().item():.6g}"), "std": float(f"{x.std(unbiased=False).item():.6g}")})
 
 
 def bind_inputs(tracer, model, inputs):

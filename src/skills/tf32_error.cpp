@@ -28,9 +28,12 @@ struct Stat {
   double rms() const { return std::sqrt(mean * mean + std * std); }
 };
 
-// A get_inputs() distribution (zero mean, unit scale when it is not known).
+// A get_inputs() distribution (zero mean, unit scale when it is not known). Inputs computed in
+// get_inputs() carry the moments the importer measured on one real draw (importer.py).
 Stat dist_stat(const Json& d) {
   const std::string kind = d.is_object() ? d.value("kind", "") : "";
+  if (d.is_object() && d.contains("moments") && d["moments"].is_object())
+    return {d["moments"].value("mean", 0.0), d["moments"].value("std", 1.0)};
   if (kind == "normal") return {d.value("mean", 0.0), d.value("std", 1.0)};
   if (kind == "uniform" || kind == "randint") {
     const double lo = d.value("low", 0.0), hi = d.value("high", 1.0);

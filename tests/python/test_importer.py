@@ -1,6 +1,7 @@
 # Tests for the PyTorch importer (python/kforge/importer.py): benchmarks, per-op graphs, errors, CLI.
 import glob
 import os
+import math
 import re
 import subprocess
 import sys
@@ -457,6 +458,17 @@ def test_get_inputs_dists(tmp_path):
                          {"kind": "uniform", "low": -1.0, "high": 1.0}]
     assert dists[3]["kind"] == "unknown" and "normal(0, 1)" in dists[3]["note"]
     assert [i["dtype"] for i in g["inputs"]] == ["int64", "int32", "float32", "float32"]
+
+
+def test_derived_inputs_carry_measured_moments(tmp_path):
+    # computed in get_inputs(): the dist is unknown, the moments of one real draw are recorded
+    g = trace(tmp_path, "return a @ b + c", args="a, b, c",
+              inputs="torch.triu(torch.rand(256, 256)), (torch.rand(256, 256) + 1) * 3, torch.randn(256)")
+    a, b, c = (i["dist"] for i in g["inputs"])
+    assert a["kind"] == "unknown" and abs(a["moments"]["mean"] - 0.25) < 0.02   # half zeros, half U(0, 1)
+    assert abs(a["moments"]["std"] - math.sqrt(0.5 / 3 - 0.0625)) < 0.02
+    assert abs(b["moments"]["mean"] - 4.5) < 0.05 and abs(b["moments"]["std"] - 3 / math.sqrt(12)) < 0.02
+    assert c == {"kind": "normal", "mean": 0.0, "std": 1.0}                      # a factory's dist: no moments
 
 
 def test_validation_rejects_unknown_attr():

@@ -107,5 +107,16 @@ TEST(Tf32Error, InputScaleComesFromTheInputsDistribution) {
   EXPECT_GT(estimate_tf32_error(g, {0}, 1e-2, 1e-2).expected_failures, kTf32AllowedFailures);
 }
 
+TEST(Tf32Error, MeasuredMomentsOfAComputedInputAreRead) {
+  // an input computed in get_inputs(): unknown kind, the importer's measured moments decide its scale
+  std::string text = gemm_graph(128, 4096, 1024, "", "h");
+  const std::string dist = R"({"kind": "normal", "mean": 0.0, "std": 1.0})";
+  const size_t at = text.find(dist);
+  text.replace(at, dist.size(), R"({"kind": "unknown", "moments": {"mean": 0.0, "std": 100.0}})");
+  EXPECT_GT(estimate_tf32_error(graph_from_text(text), {0}, 1e-2, 1e-2).expected_failures, kTf32AllowedFailures);
+  text.replace(text.find("100.0}}"), 5, "1.0");
+  EXPECT_LE(estimate_tf32_error(graph_from_text(text), {0}, 1e-2, 1e-2).expected_failures, kTf32AllowedFailures);
+}
+
 }  // namespace
 }  // namespace kforge::skills
