@@ -3,7 +3,7 @@
 # inside the 10-minute limit:
 #   bench/gpu_run.sh tests cuda-agent     GPU tests alone (~2 min), then all 150 problems verified and
 #                                         timed under cuda-agent (--time-limit 300 s)
-#   bench/gpu_run.sh kernelbench probe    all 150 verified under kernelbench (--time-limit 240 s), then
+#   bench/gpu_run.sh kernelbench probe    all 150 verified and timed under kernelbench (--time-limit 240 s), then
 #                                         the cuDNN engine probe of failing convs (conv_engine_probe.py)
 #   bench/gpu_run.sh threats              every threat fixture through the GPU harness (selftest --gpu)
 #   bench/gpu_run.sh exports              every level-1 problem exported (kernelbench format) and verified
@@ -20,6 +20,8 @@
 # EXPORT_NAME names the export check's JSON and log (default export-check; EXPORT_EXTRA "--shard 2/2").
 # GPU_TESTS names the test files or node ids to run (default tests/gpu).
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
+# TIMING (events, do_bench or wall) and BASELINES ("eager,compile,compile_tf32,compile_max_autotune,...")
+# pass --timing and --baselines to both bench parts.
 # LEVELS="level2" benches only the levels named (default: all of .gpu/kb); BENCH_EXTRA adds bench
 # options (e.g. "--only 1_Conv2D_ReLU_BiasAdd --disable-skill cudnn_fastest_engine").
 # JSON, logs and tables go to $OUT (at most 8 files come back: past 8, the logs are packed into
@@ -55,6 +57,7 @@ bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new wor
   shift 2
   timeout $((limit + 90)) .gpu/kforge bench --suite "$SUITE" --protocol "$protocol" --workers 4 --time-limit "$limit" \
     --json "$OUT/bench-$protocol.json" --out /tmp/bench-"$protocol" --force "$@" ${BENCH_EXTRA:-} \
+    --timing "${TIMING:-events}" ${BASELINES:+--baselines "$BASELINES"} \
     > /tmp/bench-"$protocol".txt 2> "$OUT/bench-$protocol.log"
   echo "$protocol bench: exit $?"
   pkill -9 -f 'kforge[.](harness|candidate_worker)'
@@ -68,7 +71,7 @@ for part in "$@"; do
       echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     cuda-agent) bench cuda-agent "${CUDA_AGENT_LIMIT:-300}" --trials 10 ;;
-    kernelbench) bench kernelbench "${KERNELBENCH_LIMIT:-240}" --no-profile ;;
+    kernelbench) bench kernelbench "${KERNELBENCH_LIMIT:-240}" --trials 10 ;;
     threats)
       timeout 420 .gpu/kforge selftest threats --gpu --fixtures tests/threats --json "$OUT/threats.json" > "$OUT/threats.txt" 2>&1
       echo "threats: exit $?"; tail -30 "$OUT/threats.txt"

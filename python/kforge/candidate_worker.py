@@ -17,8 +17,8 @@ and sys.stdout point at stderr, so what a candidate prints never passes for an a
   their storage's handle; they stay alive here until the next command); otherwise, or when that
   fails, each is written raw to DIR/out_<i>.bin ("file"). {"cmd": "write_files"} writes the last
   run's outputs as files after all (the harness could not map them).
-- {"cmd": "precompile"}, {"cmd": "profile", "trials", "compile", "eager"}: as the harness did in one
-  process before ("compile": false leaves torch.compile out, "eager": false eager).
+- {"cmd": "precompile"}, {"cmd": "profile", "trials", "timing"}: torch.compile's cache warmed; the candidate
+  timed beside the baselines by the method that "timing" names (kforge.timing).
 - {"cmd": "release"}: drops the models and frees what the candidate holds.
 A failure is an answer {"outcome": "runtime_fault" | "resource_exhausted", "message"}; after a
 fault that poisons the CUDA context the process exits (code 3) and the harness starts another.
@@ -28,10 +28,11 @@ import gc
 import itertools
 import json
 import os
-import statistics
 import sys
 import time
 
+from kforge import timing
+from kforge.protocol import protocol_from, timing_from
 from kforge.harness import (FATAL_MARKERS, build_models, failure_of, flatten, load_module, seeded_inputs,
                             synchronize)
 
@@ -44,6 +45,11 @@ def poison_allocator(device, nbytes=1 << 30):
     n = min(nbytes, max(free // 4, 1 << 20)) // 4
     block = torch.full((n,), float("nan"), dtype=torch.float32, device=device)
     del block
+
+
+def torch_module():
+    import torch
+    return torch
 
 
 class StreamWatch:
@@ -95,88 +101,6 @@ class StreamWatch:
         cuda = self.torch.cuda
         cuda.Stream, cuda.stream, cuda.set_stream = self.saved
         return False
-
-
-def profile(ref_mod, cand_mod, protocol, device, trials=30, warmup=3, with_compile=True, with_eager=True):
-    """Times candidate, eager and torch.compile interleaved, L2 flushed before each trial. The
-    candidate and eager are timed twice per trial (`*_repeat`): the medians of the same model differ
-    only by noise, the band inside which a speed-up means nothing. Then the candidate's host wall
-    time to a full synchronize, which catches work that escaped the timed stream."""
-    import torch
-    ref, cand = build_models(ref_mod, cand_mod, protocol, device)
-    inputs = seeded_inputs(ref_mod, 7, device)
-    variants = {"candidate": cand, "eager": ref} if with_eager else {"candidate": cand}
-    compile_s = None
-    if with_compile:
-        t0 = time.time()
-        compiled = torch.compile(ref)
-        with torch.no_grad():
-            compiled(*inputs)
-        torch.cuda.synchronize(device)
-        compile_s = time.time() - t0
-        variants["compile"] = compiled
-
-        def compiled_tf32(*args):
-            # The precision-matched column: the same compiled model with TF32 matmuls, as kforge's
-            # tf32_contractions skill uses them (convolutions are TF32 in torch by default already).
-            previous = torch.get_float32_matmul_precision()
-            torch.set_float32_matmul_precision("high")
-            try:
-                return compiled(*args)
-            finally:
-                torch.set_float32_matmul_precision(previous)
-
-        variants["compile_tf32"] = compiled_tf32
-    variants["candidate_repeat"] = cand
-    if with_eager:
-        variants["eager_repeat"] = ref
-    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=device)
-    times = {k: [] for k in variants}
-    watch = StreamWatch(torch)
-    with torch.no_grad():
-        for _ in range(warmup):
-            for m in variants.values():
-                m(*inputs)
-        torch.cuda.synchronize(device)
-        for _ in range(trials):
-            for name, m in variants.items():
-                flush.zero_()
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                if m is cand:
-                    # The watch is entered before the start event and left after the end event: it
-                    # covers the whole call, and its own host time is not charged to the candidate
-                    # (eager and torch.compile run without it).
-                    with watch:
-                        start.record()
-                        m(*inputs)
-                        end.record()
-                else:
-                    start.record()
-                    m(*inputs)
-                    end.record()
-                end.synchronize()
-                times[name].append(start.elapsed_time(end) / 1e3)
-        # Host wall time of the candidate to a full device synchronize: work it left on other
-        # streams (or threads) is in here, and not in its event time on the timed stream.
-        walls = []
-        for _ in range(max(3, trials // 3)):
-            flush.zero_()
-            torch.cuda.synchronize(device)
-            with watch:
-                t0 = time.perf_counter()
-                cand(*inputs)
-                torch.cuda.synchronize(device)
-                walls.append(time.perf_counter() - t0)
-    res = {}
-    for name, ts in times.items():
-        res["t_" + name] = statistics.median(ts)
-        res["spread_" + name] = [min(ts), max(ts)]
-    res["t_candidate_wall"] = statistics.median(walls)
-    res["other_streams"] = watch.count
-    res["samples"] = trials
-    res["compile_seconds"] = compile_s
-    return res
 
 
 def precompile(ref_mod, protocol, device):
@@ -251,7 +175,7 @@ class Candidate:
     """What one `load` made: the two modules and the two models."""
 
     def __init__(self, req):
-        self.protocol = req["protocol"]
+        self.protocol = protocol_from(req["protocol"])
         self.device = req["device"]
         n = next(_LOADS)  # module names differ from one load to the next
         try:
@@ -327,8 +251,8 @@ def handle(req, state, exchange):
     if cmd == "precompile":
         return {"precompile_seconds": precompile(state.ref_mod, state.protocol, state.device)}, state
     if cmd == "profile":
-        return profile(state.ref_mod, state.cand_mod, state.protocol, state.device, trials=int(req["trials"]),
-                       with_compile=bool(req.get("compile", True)), with_eager=bool(req.get("eager", True))), state
+        return timing.profile(state.ref_mod, state.cand_mod, state.protocol, state.device,
+                              timing_from(req.get("timing")), StreamWatch(torch_module()), trials=int(req["trials"])), state
     return {"outcome": "runtime_fault", "message": "harness: unknown command %r" % cmd}, state
 
 

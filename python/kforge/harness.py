@@ -18,11 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-PROTOCOLS = {
-    # name: (model mode, atol, rtol, number of input sets)
-    "cuda-agent": ("eval", 1e-2, 1e-2, 5),
-    "kernelbench": ("train", 1e-4, 1e-4, 5),
-}
+from kforge.protocol import BASELINES, DEFAULT_BASELINES, NAMED, TIMING_METHODS, Timing, protocol_from, timing_from
 
 
 def load_module(path, name):
@@ -56,7 +52,7 @@ def seeded_inputs(mod, seed, device):
 
 def build_models(ref_mod, cand_mod, protocol, device):
     import torch
-    mode = PROTOCOLS[protocol][0]
+    mode = protocol.mode
     init = ref_mod.get_init_inputs()
     with on_device(device):
         torch.manual_seed(42)
@@ -305,12 +301,33 @@ def compare(ref_out, cand_out, atol, rtol):
     return True, max_abs, max_rel, ""
 
 
+def loose_tolerance_warnings(ref_out, inputs, atol, rtol):
+    """Outputs whose scale the tolerance does not resolve: all zeros, or an input of the same shape
+    passed through, would also pass allclose (a candidate could be wrong and verified)."""
+    import torch
+    warnings = []
+    for i, a in enumerate(ref_out):
+        if a.numel() == 0 or not a.dtype.is_floating_point:
+            continue
+        if torch.allclose(torch.zeros_like(a), a, atol=atol, rtol=rtol):
+            warnings.append("output %d would also pass as all zeros (max |ref| %.3g <= atol %g): the tolerance "
+                            "does not resolve its scale" % (i, float(a.abs().max()), atol))
+            continue
+        for k, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor) and x.shape == a.shape and x.dtype == a.dtype and \
+                    torch.allclose(x, a, atol=atol, rtol=rtol):
+                warnings.append("output %d would also pass as input %d unchanged" % (i, k))
+                break
+    return warnings
+
+
 def verify(ref_mod, child, protocol, device, seeds=None):
     """The reference runs here while the candidate runs in its own process on the same seed's
     inputs; its outputs come back through the exchange directory and are compared here."""
     import torch
-    mode, atol, rtol, n = PROTOCOLS[protocol]
-    seeds = seeds or [1000 + 7 * k for k in range(n)]
+    atol, rtol = protocol.atol, protocol.rtol
+    seeds = seeds or [1000 + 7 * k for k in range(protocol.input_sets)]
+    warnings = None
     ref, _ = build_models(ref_mod, None, protocol, device)
     worst_abs = 0.0
     worst_rel = 0.0
@@ -319,6 +336,8 @@ def verify(ref_mod, child, protocol, device, seeds=None):
             child.send({"cmd": "run", "seed": seed})
             inputs = seeded_inputs(ref_mod, seed, device)
             ref_out = flatten(ref(*inputs))
+            if warnings is None:  # on the first input set
+                warnings = loose_tolerance_warnings(ref_out, inputs, atol, rtol)
             del inputs
             synchronize(device)
             ans = child.receive()
@@ -338,7 +357,10 @@ def verify(ref_mod, child, protocol, device, seeds=None):
                 worst_rel = max(worst_rel, r)
             if not ok:
                 return {"outcome": "wrong_answer", "max_abs_err": a, "max_rel_err": r, "message": "seed %d: %s" % (seed, msg)}
-    return {"outcome": "ok", "max_abs_err": worst_abs, "max_rel_err": worst_rel, "message": ""}
+    res = {"outcome": "ok", "max_abs_err": worst_abs, "max_rel_err": worst_rel, "message": ""}
+    if warnings:
+        res["warnings"] = warnings
+    return res
 
 
 def device_name(device):
@@ -347,9 +369,12 @@ def device_name(device):
 
 
 def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, trials=30, do_verify=True,
-             do_precompile=False, do_static_check=True, child=None, with_compile=True, with_eager=True):
+             do_precompile=False, do_static_check=True, child=None, timing=None):
+    """protocol: a protocol.Protocol (or a name of protocol.NAMED); timing: a protocol.Timing."""
     import torch
-    result = {"protocol": protocol, "device": device_name(device), "predicted": False,
+    protocol = protocol_from(protocol) if not hasattr(protocol, "atol") else protocol
+    timing = timing or Timing()
+    result = {"protocol": protocol.name, "device": device_name(device), "predicted": False,
               "torch": torch.__version__, "problem": problem}
     # Static checks first: loading the candidate runs its module-level code.
     from kforge.static_check import check_candidate
@@ -375,12 +400,12 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
     child = child or CandidateProcess()
     try:
         loaded = child.ask({"cmd": "load", "problem": os.path.abspath(problem), "candidate": os.path.abspath(candidate),
-                            "protocol": protocol, "device": device})
+                            "protocol": vars(protocol), "device": device})
         if "outcome" in loaded:
             result.update({"outcome": loaded["outcome"], "message": loaded.get("message", "")})
             return result
         return run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials,
-                             with_compile, with_eager)
+                             timing)
     finally:
         if own:
             child.stop()
@@ -388,8 +413,7 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
             child.ask({"cmd": "release"})
 
 
-def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials,
-                  with_compile=True, with_eager=True):
+def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials, timing):
     """Verification, then (when it passed) the precompile and the timing; fills and returns result."""
     try:
         if do_verify:
@@ -406,19 +430,20 @@ def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precom
         else:
             result["precompile_seconds"] = ans.get("precompile_seconds")
     if result["outcome"] == "ok" and do_profile:
-        ans = child.ask({"cmd": "profile", "trials": trials, "compile": with_compile, "eager": with_eager})
+        ans = child.ask({"cmd": "profile", "trials": trials, "timing": {
+            "method": timing.method, "fresh_inputs": timing.fresh_inputs, "baselines": list(timing.baselines)}})
         if "outcome" in ans:
             result["profile_error"] = ans.get("message", "")[:500]
         else:
             result.update({k: v for k, v in ans.items() if k.startswith(("t_", "spread_")) or
-                           k in ("other_streams", "samples", "compile_seconds")})
+                           k in ("other_streams", "samples", "compile_seconds", "timing", "fresh_inputs")})
     return result
 
 
 def serve():
-    """JSON lines over stdin/stdout: one request {"problem", "candidate", "protocol", "profile",
-    "trials", "compile", "eager" (both default true: torch.compile and eager timed too)} per line, one
-    result per line. The candidate's process is started with the first
+    """JSON lines over stdin/stdout: one request {"problem", "candidate", "protocol" (the object kforge
+    sends, or a name), "timing" ({"method", "fresh_inputs", "baselines"}), "profile", "trials", ...} per
+    line, one result per line. The candidate's process is started with the first
     request and again after it died; this process never runs candidate code."""
     import gc
     # Answers go out on a private copy of stdout; fd 1 and sys.stdout then point at stderr, so that
@@ -436,12 +461,13 @@ def serve():
         req = None
         try:
             req = json.loads(line)
-            res = evaluate(req["problem"], req["candidate"], req.get("protocol", "cuda-agent"),
+            res = evaluate(req["problem"], req["candidate"], protocol_from(req.get("protocol", "cuda-agent")),
                            device=req.get("device", "cuda:0"),
                            do_profile=bool(req.get("profile")), trials=int(req.get("trials", 30)),
                            do_verify=bool(req.get("verify", True)), do_precompile=bool(req.get("precompile")),
                            do_static_check=bool(req.get("static_check", True)), child=child,
-                           with_compile=bool(req.get("compile", True)), with_eager=bool(req.get("eager", True)))
+                           timing=timing_from(req.get("timing"), bool(req.get("compile", True)),
+                                              bool(req.get("eager", True))))
         except Exception as e:
             res = {"outcome": "runtime_fault", "message": "harness: %s: %s" % (type(e).__name__, e)}
         res["id"] = req.get("id") if isinstance(req, dict) else None
@@ -460,18 +486,27 @@ def main(argv=None):
     ap.add_argument("--serve", action="store_true", help="answer JSON-line requests on stdin")
     ap.add_argument("--problem")
     ap.add_argument("--candidate")
-    ap.add_argument("--protocol", default="cuda-agent", choices=sorted(PROTOCOLS))
+    ap.add_argument("--protocol", default="cuda-agent", choices=sorted(NAMED))
     ap.add_argument("--device", default="cuda:0", help="cuda:N, or cpu for a candidate in plain PyTorch")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--trials", type=int, default=30)
+    ap.add_argument("--timing", default="events", choices=TIMING_METHODS)
+    ap.add_argument("--fresh-inputs", action="store_true", help="a different input set on every timed call")
+    ap.add_argument("--baselines", default=",".join(DEFAULT_BASELINES),
+                    help="comma-separated, of: " + ", ".join(BASELINES))
     args = ap.parse_args(argv)
     if args.serve:
         return serve()
     if not args.problem or not args.candidate:
         ap.error("--problem and --candidate are required (or --serve)")
     _not_dumpable()
+    try:
+        timing = timing_from({"method": args.timing, "fresh_inputs": args.fresh_inputs,
+                              "baselines": [b for b in args.baselines.split(",") if b]})
+    except ValueError as e:
+        ap.error(str(e))
     res = evaluate(args.problem, args.candidate, args.protocol, device=args.device, do_profile=args.profile,
-                   trials=args.trials)
+                   trials=args.trials, timing=timing)
     print(json.dumps(res))
     return 0
 

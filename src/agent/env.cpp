@@ -7,6 +7,7 @@
 
 #include "agent/features.h"
 #include "costmodel/roofline.h"
+#include "sandbox/protocol.h"
 #include "schedule/planner.h"
 
 namespace kforge::agent {
@@ -73,9 +74,8 @@ std::string schedule_state_key(const ir::Graph& g, const schedule::Schedule& s) 
 }
 
 StatusOr<double> protocol_tolerance(const std::string& protocol) {
-  if (protocol == "cuda-agent") return 1e-2;
-  if (protocol == "kernelbench") return 1e-4;
-  return invalid_argument("unknown protocol '" + protocol + "': use cuda-agent or kernelbench");
+  KF_ASSIGN_OR_RETURN(sandbox::Protocol p, sandbox::protocol_named(protocol));
+  return p.atol;
 }
 
 Environment::Environment(std::shared_ptr<Evaluator> evaluator, EnvConfig config)

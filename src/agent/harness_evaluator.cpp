@@ -187,12 +187,14 @@ StatusOr<Evaluation> HarnessEvaluator::evaluate(const Task& task, const schedule
     e.result.message = it->second.message;
   } else {
     ++requests_;
+    KF_ASSIGN_OR_RETURN(sandbox::Protocol protocol, sandbox::protocol_named(task.protocol));
     sandbox::EvalRequest request =
-        sandbox::candidate_request(task.source, dir, task.protocol, /*profile=*/true, options_.trials);
-    request.compile_baseline = options_.compile_baseline;
+        sandbox::candidate_request(task.source, dir, protocol, /*profile=*/true, options_.trials);
     const std::string task_key = task.name + "|" + task.protocol;
     auto known = options_.eager_once ? eager_.find(task_key) : eager_.end();
-    request.eager_baseline = known == eager_.end();
+    std::erase_if(request.timing.baselines, [&](const std::string& b) {
+      return b == "eager" ? known != eager_.end() : !options_.compile_baseline;  // compile and compile_tf32
+    });
     KF_ASSIGN_OR_RETURN(e.result, worker_.evaluate(request));
     if (e.result.outcome == sandbox::Outcome::kResourceExhausted) {
       // Out of memory may be what earlier candidates left in the worker's processes (their caches,

@@ -10,6 +10,7 @@
 
 #include "base/files.h"
 #include "sandbox/build.h"
+#include "sandbox/protocol.h"
 #include "sandbox/python.h"
 #include "synth/worker.h"
 
@@ -96,9 +97,8 @@ StatusOr<std::vector<ProblemFile>> problem_files(const std::string& path) {
 }
 
 StatusOr<std::string> mode_of(const std::string& protocol) {
-  if (protocol == "cuda-agent") return std::string("eval");
-  if (protocol == "kernelbench") return std::string("train");
-  return invalid_argument("unknown protocol '" + protocol + "': use cuda-agent or kernelbench");
+  KF_ASSIGN_OR_RETURN(sandbox::Protocol p, sandbox::protocol_named(protocol));
+  return p.mode;
 }
 
 // One file on its way to a task: its source, cache entry, and the import's graph or error.

@@ -139,7 +139,8 @@ class BenchRun {
     sandbox::EvalRequest req;
     req.problem = r.problem.path;
     req.candidate = r.out_dir / "model_new.py";
-    req.protocol = protocol_.name;
+    req.protocol = protocol_;
+    req.timing = args_.common.timing;
     req.precompile = args_.profile;
     req.timeout_seconds = 300;
     return req;
@@ -378,6 +379,10 @@ void BenchRun::profile_all() {
     r.result.t_eager_repeat = res->t_eager_repeat;
     r.result.t_candidate_wall = res->t_candidate_wall;
     r.result.samples = res->samples;
+    r.result.t_baselines = res->t_baselines;
+    r.result.compile_seconds = res->compile_seconds;
+    r.result.timing_method = res->timing_method;
+    r.result.fresh_inputs = res->fresh_inputs;
     char line[160];
     std::snprintf(line, sizeof line, "candidate %s  eager %s  compile %s  reward %d",
                   format_seconds(res->t_candidate.value_or(0)).c_str(),

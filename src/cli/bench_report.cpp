@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/table.h"
+#include "sandbox/protocol.h"
 
 namespace kforge::cli {
 
@@ -47,20 +48,26 @@ std::string percent_1(const std::optional<double>& v) {
   return buf;
 }
 
-std::vector<std::string> summary_row(const std::string& level, const sandbox::SuiteMetrics& m) {
-  return {level,
-          std::to_string(m.problems),
-          std::to_string(m.built),
-          m.predicted ? "-" : std::to_string(m.correct),
-          m.predicted ? "-" : percent(m.pass_rate),
-          percent(m.faster_than_eager),
-          percent(m.faster_than_compile),
-          times(m.speedup_vs_eager),
-          times(m.speedup_vs_compile),
-          times(m.speedup_vs_compile_tf32),
-          times(m.median_floor_ratio),
-          fixed2(m.mean_reward),
-          percent_1(m.max_repeat_diff)};
+std::vector<std::string> summary_row(const std::string& level, const sandbox::SuiteMetrics& m,
+                                     const std::vector<std::string>& others) {
+  std::vector<std::string> row = {level,
+                                  std::to_string(m.problems),
+                                  std::to_string(m.built),
+                                  m.predicted ? "-" : std::to_string(m.correct),
+                                  m.predicted ? "-" : percent(m.pass_rate),
+                                  percent(m.faster_than_eager),
+                                  percent(m.faster_than_compile),
+                                  times(m.speedup_vs_eager),
+                                  times(m.speedup_vs_compile),
+                                  times(m.speedup_vs_compile_tf32),
+                                  times(m.median_floor_ratio),
+                                  fixed2(m.mean_reward),
+                                  percent_1(m.max_repeat_diff)};
+  for (const auto& name : others) {
+    auto it = m.speedup_vs_baseline.find(name);
+    row.push_back(it == m.speedup_vs_baseline.end() ? "-" : times(it->second));
+  }
+  return row;
 }
 
 }  // namespace
@@ -80,6 +87,11 @@ OrderedJson record_json(const BenchRecord& r) {
   j["t_candidate_repeat_ms"] = optional_ms(e.t_candidate_repeat);
   j["t_eager_repeat_ms"] = optional_ms(e.t_eager_repeat);
   j["t_candidate_wall_ms"] = optional_ms(e.t_candidate_wall);
+  for (const auto& [name, t] : e.t_baselines) j["t_" + name + "_ms"] = t * 1e3;
+  if (!e.compile_seconds.empty()) j["compile_seconds"] = e.compile_seconds;
+  if (!e.timing_method.empty()) j["timing"] = e.timing_method;
+  if (e.fresh_inputs) j["fresh_inputs"] = true;
+  if (!e.warnings.empty()) j["warnings"] = e.warnings;
   if (e.t_candidate) {
     const auto flags = sandbox::timing_flags(e);
     j["within_noise"] = flags.within_noise;
@@ -159,6 +171,21 @@ std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fr
   r.result.t_candidate_repeat = seconds_of(j, "t_candidate_repeat_ms");
   r.result.t_eager_repeat = seconds_of(j, "t_eager_repeat_ms");
   r.result.t_candidate_wall = seconds_of(j, "t_candidate_wall_ms");
+  for (const auto& name : sandbox::baseline_names()) {
+    if (auto t = seconds_of(j, ("t_" + name + "_ms").c_str());
+        t && name != "eager" && name != "compile" && name != "compile_tf32")
+      r.result.t_baselines[name] = *t;
+  }
+  if (j.contains("compile_seconds") && j["compile_seconds"].is_object()) {
+    for (const auto& [name, v] : j["compile_seconds"].items())
+      if (v.is_number()) r.result.compile_seconds[name] = v.get<double>();
+  }
+  r.result.timing_method = j.value("timing", "");
+  r.result.fresh_inputs = j.value("fresh_inputs", false);
+  if (j.contains("warnings") && j["warnings"].is_array()) {
+    for (const auto& w : j["warnings"])
+      if (w.is_string()) r.result.warnings.push_back(w.get<std::string>());
+  }
   if (j.contains("max_abs_err") && j["max_abs_err"].is_number()) r.result.max_abs_err = j["max_abs_err"].get<double>();
   if (j.contains("max_rel_err") && j["max_rel_err"].is_number()) r.result.max_rel_err = j["max_rel_err"].get<double>();
   r.result.samples = j.value("samples", 0);
@@ -187,6 +214,11 @@ OrderedJson metrics_json(const sandbox::SuiteMetrics& m) {
   j["speedup_vs_compile"] = opt(m.speedup_vs_compile);
   j["faster_than_compile_tf32"] = opt(m.faster_than_compile_tf32);
   j["speedup_vs_compile_tf32"] = opt(m.speedup_vs_compile_tf32);
+  for (const auto& [name, v] : m.speedup_vs_baseline) {
+    j["faster_than_" + name] = m.faster_than_baseline.at(name);
+    j["speedup_vs_" + name] = v;
+  }
+  j["warned"] = m.warned;
   j["median_floor_over_t"] = opt(m.median_floor_ratio);
   j["mean_reward"] = opt(m.mean_reward);
   j["max_repeat_diff"] = opt(m.max_repeat_diff);
@@ -216,15 +248,29 @@ std::map<std::string, std::vector<const BenchRecord*>> by_level(const std::vecto
 }
 
 std::string summary_table(const std::vector<BenchRecord>& records) {
-  Table t({"level", "problems", "built", "correct", "pass", "faster>eager", "faster>compile", "speedup/eager",
-           "speedup/compile", "speedup/compile-tf32", "floor/t", "reward", "noise"});
+  std::vector<std::string> head = {
+      "level",        "problems",       "built",         "correct",         "pass",
+      "faster>eager", "faster>compile", "speedup/eager", "speedup/compile", "speedup/compile-tf32",
+      "floor/t",      "reward",         "noise"};
+  // A column per other baseline timed in this run (--baselines), in the registry's order.
+  std::vector<std::string> others;
+  for (const auto& name : sandbox::baseline_names()) {
+    for (const auto& r : records) {
+      if (r.result.t_baselines.count(name)) {
+        others.push_back(name);
+        head.push_back("speedup/" + name);
+        break;
+      }
+    }
+  }
+  Table t(head);
   auto levels = by_level(records);
   for (const auto& [level, rs] : levels) {
-    if (level != "all") t.add_row(summary_row(level, metrics_of(rs)));
+    if (level != "all") t.add_row(summary_row(level, metrics_of(rs), others));
   }
   if (levels.size() > 2) {
     t.add_rule();
-    t.add_row(summary_row("all", metrics_of(levels["all"])));
+    t.add_row(summary_row("all", metrics_of(levels["all"]), others));
   }
   return t.render();
 }

@@ -160,7 +160,8 @@ int run_optimize(const OptimizeArgs& a) {
     std::fprintf(stderr, "kforge optimize: verifying and timing on the GPU (candidate, eager, torch.compile)...\n");
     auto t0 = Clock::now();
     sandbox::HarnessWorker worker;
-    auto measured = evaluate_candidate(worker, a.problem, out, protocol.value(), /*profile=*/true, a.trials);
+    auto measured =
+        evaluate_candidate(worker, a.problem, out, protocol.value(), a.common.timing, /*profile=*/true, a.trials);
     if (!measured.is_ok()) return report_error(measured.status(), "optimize");
     result = std::move(measured).value();
     t->stages["evaluate"] = since(t0);
@@ -180,7 +181,8 @@ int run_optimize(const OptimizeArgs& a) {
         last = sched;
         std::fprintf(stderr, "kforge optimize: %s; trying the %s plan...\n", sandbox::outcome_name(result.outcome),
                      fb.name.c_str());
-        auto again = evaluate_candidate(worker, a.problem, dir, protocol.value(), /*profile=*/true, a.trials);
+        auto again =
+            evaluate_candidate(worker, a.problem, dir, protocol.value(), a.common.timing, /*profile=*/true, a.trials);
         if (!again.is_ok()) return report_error(again.status(), "optimize");
         attempts.push_back(attempt_json(fb.name, again.value(), sched, dir));
         if (again->outcome != sandbox::Outcome::kOk) continue;
@@ -212,7 +214,8 @@ int run_evaluate(const EvaluateArgs& a) {
   sandbox::EvalRequest req;
   req.problem = a.problem;
   req.candidate = a.candidate;
-  req.protocol = protocol->name;
+  req.protocol = protocol.value();
+  req.timing = a.common.timing;
   req.profile = a.profile;
   req.trials = a.trials;
   req.timeout_seconds = a.timeout;

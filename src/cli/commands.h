@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/protocol.h"
 #include "skills/planner.h"
 
 namespace kforge::cli {
@@ -29,6 +30,7 @@ struct CommonOptions {
   int jobs = 0;
   bool json = false;
   std::vector<std::string> disabled_skills;  // --disable-skill NAME (ablations)
+  sandbox::Timing timing;                    // --timing, --fresh-inputs, --baselines (commands that time)
 };
 
 // The default planner's options from the common flags.

@@ -17,6 +17,6 @@ using ::kforge::sandbox::resolve_device;  // sandbox/device.h
 // Verifies the candidate built in `candidate_dir` against `problem` (and times it, if `profile`).
 StatusOr<sandbox::EvalResult> evaluate_candidate(sandbox::HarnessWorker& worker, const std::string& problem,
                                                  const std::filesystem::path& candidate_dir, const Protocol& protocol,
-                                                 bool profile, int trials);
+                                                 const sandbox::Timing& timing, bool profile, int trials);
 
 }  // namespace kforge::cli

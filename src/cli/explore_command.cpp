@@ -20,6 +20,7 @@
 #include "base/files.h"
 #include "base/table.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 
 namespace kforge::cli {
 
@@ -36,9 +37,7 @@ CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
                   "auto (cuda where there is a GPU), cpu (cost model, predicted) or cuda (every state built, "
                   "verified and timed)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd->add_option("--protocol", a.protocol,
-                  "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
-      ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  add_protocol_option(cmd, a.protocol);
   cmd->add_option("--only", a.only, "comma-separated problem names (file stems)");
   cmd->add_option("--out", a.out, "where the candidates are built (default: the log's name + .candidates)");
   cmd->add_option("--max-states", a.max_states,

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/costmodel_command.h"
 #include "cli/explore_command.h"
+#include "cli/options.h"
 #include "cli/synth_command.h"
 #include "cli/train_command.h"
 
@@ -19,9 +20,7 @@ int main(int argc, char** argv) {
     cmd->add_option("--disable-skill", c.disabled_skills, "leave this skill out of the default planner (repeatable)");
   };
   auto add_common = [&](CLI::App* cmd, CommonOptions& c) {
-    cmd->add_option("--protocol", c.protocol,
-                    "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
-        ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+    add_protocol_option(cmd, c.protocol);
     cmd->add_option("-j,--jobs", c.jobs, "parallel nvcc jobs (default: all cores)")->check(CLI::NonNegativeNumber);
     cmd->add_flag("--json", c.json, "print the report as JSON instead of a table");
     add_disable_skill(cmd, c);
@@ -75,6 +74,7 @@ int main(int argc, char** argv) {
                 "the policy plays its episode on the cost model (free); the --device judges the first schedule and "
                 "the plan's end, and the policy goes on from there with every turn judged until it stops");
   add_common(opt, opt_args.common);
+  add_timing_options(opt, opt_args.common.timing);
 
   EvaluateArgs eval_args;
   auto* eval = app.add_subcommand(
@@ -87,10 +87,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   eval->add_flag("!--no-static-check", eval_args.static_check,
                  "skip the static checks of the candidate's source (to test the runtime checks alone)");
-  eval->add_option("--protocol", eval_args.common.protocol,
-                   "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
-      ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  add_protocol_option(eval, eval_args.common.protocol);
   eval->add_flag("--json", eval_args.common.json, "print the result as JSON");
+  add_timing_options(eval, eval_args.common.timing);
 
   BenchArgs bench_args;
   auto* bench = app.add_subcommand(
@@ -116,13 +115,11 @@ int main(int argc, char** argv) {
       "record every candidate measured on the GPU in this measurement database (SQLite; created if absent)");
   bench->add_flag("--resume", bench_args.resume,
                   "continue an interrupted run in --out: problems that have results are not built or verified again");
-  bench
-      ->add_option("--protocol", bench_args.common.protocol,
-                   "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
-      ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  add_protocol_option(bench, bench_args.common.protocol);
   bench->add_option("-j,--jobs", bench_args.common.jobs, "problems built at once (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   add_disable_skill(bench, bench_args.common);
+  add_timing_options(bench, bench_args.common.timing);
 
   ExportArgs export_args;
   auto* exp = app.add_subcommand(

@@ -40,17 +40,28 @@ std::string measured_summary(const sandbox::EvalResult& r) {
     };
     if (r.t_eager) t.add_row({"eager", format_seconds(*r.t_eager), ratio(*r.t_eager)});
     if (r.t_compile) t.add_row({"torch.compile", format_seconds(*r.t_compile), ratio(*r.t_compile)});
-    os << t.render() << "(" << r.samples << " interleaved trials each, L2 flushed; speed-up = variant / candidate)\n";
+    if (r.t_compile_tf32)
+      t.add_row({"torch.compile (TF32)", format_seconds(*r.t_compile_tf32), ratio(*r.t_compile_tf32)});
+    for (const auto& [name, tb] : r.t_baselines) t.add_row({name, format_seconds(tb), ratio(tb)});
+    os << t.render();
+    if (r.timing_method == "do_bench") {
+      os << "(triton.testing.do_bench medians";
+    } else if (r.timing_method == "wall") {
+      os << "(" << r.samples << " interleaved trials each, host wall clock to a device synchronize, L2 flushed";
+    } else {
+      os << "(" << r.samples << " interleaved trials each, CUDA events, L2 flushed";
+    }
+    os << (r.fresh_inputs ? ", fresh inputs every call" : "") << "; speed-up = variant / candidate)\n";
+    for (const auto& [name, secs] : r.compile_seconds) os << "compile time of " << name << ": " << secs << " s\n";
   }
+  for (const auto& w : r.warnings) os << "warning: " << w << "\n";
   if (auto reward = sandbox::milestone_reward(r)) os << "reward " << *reward << "\n";
   if (!r.message.empty() && r.outcome != sandbox::Outcome::kOk) os << r.message << "\n";
   return os.str();
 }
 
 StatusOr<Protocol> protocol_from_name(const std::string& name) {
-  if (name == "cuda-agent") return Protocol{name, "eval", 1e-2, 1e-2};
-  if (name == "kernelbench") return Protocol{name, "train", 1e-4, 1e-4};
-  return invalid_argument("unknown protocol '" + name + "': use cuda-agent or kernelbench");
+  return sandbox::protocol_named(name);
 }
 
 StatusOr<ir::Graph> load_graph_or_problem(const std::string& path, const std::string& mode) {

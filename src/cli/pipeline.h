@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "sandbox/build.h"
 #include "sandbox/candidate.h"
+#include "sandbox/protocol.h"
 #include "sandbox/result.h"
 #include "schedule/schedule.h"
 #include "skills/planner.h"
@@ -19,11 +20,7 @@
 namespace kforge::cli {
 
 // The protocols of DESIGN.md; the protocol fixes the module mode the graph is traced in.
-struct Protocol {
-  std::string name;  // "cuda-agent" or "kernelbench"
-  std::string mode;  // "eval" or "train"
-  double atol, rtol;
-};
+using Protocol = sandbox::Protocol;  // the registry: sandbox/protocols.def
 StatusOr<Protocol> protocol_from_name(const std::string& name);
 
 // A graph from a problem .py (through the importer) or a graph .json.

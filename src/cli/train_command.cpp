@@ -7,6 +7,7 @@
 
 #include "base/files.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #ifdef KFORGE_HAVE_RL
 #include "rl/train.h"
 #endif
@@ -32,9 +33,7 @@ CLI::App* add_train_subcommand(CLI::App& app, TrainArgs& a) {
   cmd->add_option("--out", a.out, "the run directory: checkpoints, trajectories, metrics.jsonl")->required();
   cmd->add_option("--preset", a.preset, "ci (minutes, on a CPU) or full (the paper's sizes)")
       ->check(CLI::IsMember({"ci", "full"}));
-  cmd->add_option("--protocol", a.protocol,
-                  "verification protocol: cuda-agent (eval mode, 1e-2) or kernelbench (train mode, 1e-4)")
-      ->check(CLI::IsMember({"cuda-agent", "kernelbench"}));
+  add_protocol_option(cmd, a.protocol);
   cmd->add_option("--device", a.device,
                   "how episodes are judged: cpu (cost model, predicted; the default), cuda (GPU harness: every "
                   "candidate built, verified and timed; slow) or auto (cuda where there is a GPU)")

@@ -31,7 +31,7 @@ StatusOr<BuiltCandidate> build_candidate(const ir::Graph& g, const schedule::Sch
   return b;
 }
 
-EvalRequest candidate_request(const fs::path& problem, const fs::path& candidate_dir, const std::string& protocol,
+EvalRequest candidate_request(const fs::path& problem, const fs::path& candidate_dir, const Protocol& protocol,
                               bool profile, int trials) {
   EvalRequest req;
   req.problem = problem;

@@ -32,6 +32,6 @@ StatusOr<BuiltCandidate> build_candidate(const ir::Graph& g, const schedule::Sch
 // The request that verifies the candidate built in `candidate_dir` against `problem` and, when
 // `profile`, times it against eager and torch.compile (`trials` interleaved trials each).
 EvalRequest candidate_request(const std::filesystem::path& problem, const std::filesystem::path& candidate_dir,
-                              const std::string& protocol, bool profile, int trials);
+                              const Protocol& protocol, bool profile, int trials);
 
 }  // namespace kforge::sandbox

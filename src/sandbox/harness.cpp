@@ -52,6 +52,21 @@ EvalResult result_from_harness_fields(const Json& j, const std::string& protocol
   if (j.contains("other_streams") && j["other_streams"].is_number_integer())
     r.other_streams = j["other_streams"].get<int>();
   r.samples = j.value("samples", 0);
+  // Timed baselines beyond the three with fields of their own (names: baselines.def).
+  for (const auto& name : baseline_names()) {
+    if (name == "eager" || name == "compile" || name == "compile_tf32") continue;
+    if (auto t = number_or_null(j, ("t_" + name).c_str())) r.t_baselines[name] = *t;
+  }
+  if (j.contains("compile_seconds") && j["compile_seconds"].is_object()) {
+    for (const auto& [name, v] : j["compile_seconds"].items())
+      if (v.is_number()) r.compile_seconds[name] = v.get<double>();
+  }
+  r.timing_method = j.value("timing", "");
+  r.fresh_inputs = j.value("fresh_inputs", false);
+  if (j.contains("warnings") && j["warnings"].is_array()) {
+    for (const auto& w : j["warnings"])
+      if (w.is_string()) r.warnings.push_back(w.get<std::string>());
+  }
   if (j.contains("profile_error") && j["profile_error"].is_string())
     r.message += (r.message.empty() ? "" : "; ") + std::string("profile: ") + j["profile_error"].get<std::string>();
   return r;
@@ -123,17 +138,16 @@ StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
   }
   Json req = {{"problem", fs::absolute(request.problem).string()},
               {"candidate", fs::absolute(request.candidate).string()},
-              {"protocol", request.protocol},
+              {"protocol", protocol_to_json(request.protocol)},
+              {"timing", timing_to_json(request.timing)},
               {"verify", request.verify},
               {"profile", request.profile},
-              {"compile", request.compile_baseline},
-              {"eager", request.eager_baseline},
               {"precompile", request.precompile},
               {"static_check", request.static_check},
               {"trials", request.trials}};
   EvalResult failed;
   failed.predicted = false;
-  failed.protocol = request.protocol;
+  failed.protocol = request.protocol.name;
   failed.outcome = Outcome::kRuntimeFault;
   const LineWorker::Reply reply = process_.ask(req.dump(), timeout, &spec_);
   if (reply.kind == LineWorker::Reply::kTimeout) {
@@ -156,7 +170,7 @@ StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
     failed.message = j.status().message();
     return failed;
   }
-  EvalResult r = result_from_harness_json(j.value(), request.protocol);
+  EvalResult r = result_from_harness_json(j.value(), request.protocol.name);
   // After a fault the CUDA context may be poisoned: the next candidate gets a fresh worker.
   if (r.outcome == Outcome::kRuntimeFault || r.outcome == Outcome::kResourceExhausted) stop();
   return r;

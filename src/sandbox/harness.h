@@ -12,6 +12,7 @@
 #include "base/line_worker.h"
 #include "base/status.h"
 #include "sandbox/isolation.h"
+#include "sandbox/protocol.h"
 #include "sandbox/result.h"
 
 namespace kforge::sandbox {
@@ -19,13 +20,12 @@ namespace kforge::sandbox {
 struct EvalRequest {
   std::filesystem::path problem;    // the KernelBench-format reference (.py)
   std::filesystem::path candidate;  // the candidate's model_new.py
-  std::string protocol = "cuda-agent";
+  Protocol protocol;                // sent whole: the harness verifies as it says
+  Timing timing;                    // with profile: the method and the baselines timed beside the candidate
   bool verify = true;
-  bool profile = false;          // time candidate, eager and torch.compile (after verifying, if verify)
-  bool compile_baseline = true;  // with profile: torch.compile timed too (false: candidate and eager only)
-  bool eager_baseline = true;    // with profile: eager timed too (false: its times come back empty)
-  bool precompile = false;       // after a correct verify: compile the reference once to warm inductor's cache
-  bool static_check = true;      // refuse (forbidden) a candidate whose source breaks a rule, before it runs
+  bool profile = false;      // time the candidate and timing.baselines (after verifying, if verify)
+  bool precompile = false;   // after a correct verify: compile the reference once to warm inductor's cache
+  bool static_check = true;  // refuse (forbidden) a candidate whose source breaks a rule, before it runs
   int trials = 30;
   double timeout_seconds = 300;  // for the whole request; past it the worker is killed: outcome timeout
 };

@@ -19,6 +19,8 @@ SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::ve
   int faster_compile_tf32 = 0;
   int with_compile_tf32 = 0;
   double log_compile_tf32 = 0;
+  std::map<std::string, int> faster_other, with_other;
+  std::map<std::string, double> log_other;
   std::vector<double> floor_ratios;
   double reward_sum = 0;
   int rewarded = 0;
@@ -32,6 +34,7 @@ SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::ve
     }
     if (r.t_candidate && *r.t_candidate > 0 && i < floors.size() && floors[i])
       floor_ratios.push_back(*floors[i] / *r.t_candidate);
+    if (!r.warnings.empty()) ++m.warned;
     if (r.outcome != Outcome::kOk || r.predicted) continue;
     ++m.correct;
     if (!r.t_candidate || *r.t_candidate <= 0) continue;
@@ -53,6 +56,12 @@ SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::ve
       log_compile_tf32 += std::log(*r.t_compile_tf32 / t);
       if (t < *r.t_compile_tf32) ++faster_compile_tf32;
     }
+    for (const auto& [name, tb] : r.t_baselines) {
+      if (tb <= 0) continue;
+      ++with_other[name];
+      log_other[name] += std::log(tb / t);
+      if (t < tb) ++faster_other[name];
+    }
   }
   const double n = m.problems;
   m.pass_rate = m.correct / n;
@@ -67,6 +76,10 @@ SuiteMetrics suite_metrics(const std::vector<EvalResult>& results, const std::ve
   if (with_compile_tf32 > 0) {
     m.faster_than_compile_tf32 = faster_compile_tf32 / n;
     m.speedup_vs_compile_tf32 = std::exp(log_compile_tf32 / with_compile_tf32);
+  }
+  for (const auto& [name, count] : with_other) {
+    m.faster_than_baseline[name] = faster_other[name] / n;
+    m.speedup_vs_baseline[name] = std::exp(log_other[name] / count);
   }
   if (!floor_ratios.empty()) {
     std::sort(floor_ratios.begin(), floor_ratios.end());

@@ -1,6 +1,7 @@
 // Suite metrics as the CUDA Agent paper defines them, computed from results alone.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct SuiteMetrics {
   std::optional<double> speedup_vs_compile;        // same against torch.compile
   std::optional<double> faster_than_compile_tf32;  // against torch.compile with TF32 matmuls (precision-matched)
   std::optional<double> speedup_vs_compile_tf32;
+  // The other baselines timed (EvalResult::t_baselines, e.g. compile_max_autotune): the same two figures.
+  std::map<std::string, double> faster_than_baseline;
+  std::map<std::string, double> speedup_vs_baseline;
+  int warned = 0;                            // results with a warning (a tolerance too loose for an output)
   std::optional<double> median_floor_ratio;  // median of t_floor / t (cost model floor over candidate time)
   std::optional<double> mean_reward;         // milestone reward, averaged where defined
   std::optional<double> max_repeat_diff;     // max over timed problems of |t_repeat - t| / t: timing noise

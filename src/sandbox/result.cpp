@@ -74,6 +74,11 @@ OrderedJson result_to_json(const EvalResult& r) {
   if (r.t_candidate_repeat) j["t_candidate_repeat"] = *r.t_candidate_repeat;
   if (r.t_eager_repeat) j["t_eager_repeat"] = *r.t_eager_repeat;
   if (r.t_candidate_wall) j["t_candidate_wall"] = *r.t_candidate_wall;
+  for (const auto& [name, t] : r.t_baselines) j["t_" + name] = t;
+  if (!r.compile_seconds.empty()) j["compile_seconds"] = r.compile_seconds;
+  if (!r.timing_method.empty()) j["timing"] = r.timing_method;
+  if (r.fresh_inputs) j["fresh_inputs"] = true;
+  if (!r.warnings.empty()) j["warnings"] = r.warnings;
   if (r.other_streams > 0) j["other_streams"] = r.other_streams;
   if (r.t_candidate) {
     TimingFlags f = timing_flags(r);

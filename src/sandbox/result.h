@@ -2,8 +2,10 @@
 // outcome enum. Rewards, filters, reports and training read only this.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/json.h"
 
@@ -27,6 +29,15 @@ struct EvalResult {
   std::optional<double> t_candidate_repeat;  // the candidate timed a second time in the same run (noise)
   std::optional<double> t_eager_repeat;      // eager timed a second time (noise of the reference)
   std::optional<double> t_candidate_wall;    // host time to a full device synchronize (escaped work)
+  // Baselines beyond eager, compile and compile_tf32 (compile_max_autotune, ...: sandbox/baselines.def),
+  // by name, in seconds; and the compile time of every compiled baseline, kept out of its timing.
+  std::map<std::string, double> t_baselines;
+  std::map<std::string, double> compile_seconds;
+  std::string timing_method;  // timing_methods.def ("events", ...); empty when not timed
+  bool fresh_inputs = false;  // every timed call on a different input set
+  // What a reader should doubt: a tolerance too loose for an output's scale (zeros or an input would
+  // also pass), a time under the roofline floor of the problem's own inputs and outputs.
+  std::vector<std::string> warnings;
   int other_streams = 0;      // CUDA streams the candidate made or switched to while timed (harness's watch)
   int samples = 0;            // timed trials per variant (0 when predicted)
   std::string protocol;       // "cuda-agent" or "kernelbench"

@@ -129,7 +129,7 @@ for line in sys.stdin:
     if req["profile"]:
         t = 0.001 * (1 + (zlib.crc32(req["candidate"].encode()) % 1000) / 1000)
         ans.update(t_candidate=t, samples=req["trials"])
-        if req.get("eager", True):
+        if "eager" in req["timing"]["baselines"]:
             ans.update(t_eager=0.002, t_eager_repeat=0.00201)
     print(json.dumps(ans), flush=True)
 '''
@@ -157,10 +157,11 @@ def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
     evals = [x for x in records(log) if "task_done" not in x]
     assert len(evals) == 5 and all(not e["result"]["predicted"] for e in evals)
     reqs = records(tmp_path / "requests.jsonl")
-    assert len(reqs) == 5 and all(q["compile"] is False and q["profile"] for q in reqs)
+    assert len(reqs) == 5 and all(q["profile"] and not any(b.startswith("compile") for b in q["timing"]["baselines"])
+                                  for q in reqs)
     assert len({q["candidate"] for q in reqs}) == 5  # each program built and measured once
     # --eager-once: eager timed with the GEMM's first state only, its times given to the other three.
-    assert [q["eager"] for q in reqs[1:]] == [True, False, False, False]
+    assert ["eager" in q["timing"]["baselines"] for q in reqs[1:]] == [True, False, False, False]
     assert all(e["result"]["t_eager"] == 0.002 and e["result"]["t_eager_repeat"] == 0.00201 for e in evals)
 
     if not built_with_torch():

@@ -125,3 +125,34 @@ def test_every_threat_fixture_is_caught_on_the_gpu(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(js.read_text())
     assert doc["skipped"] == 0 and doc["caught"] == doc["run"]
+
+
+@pytest.mark.parametrize("method", ["wall", "do_bench"])
+def test_timing_methods_fresh_inputs_and_other_baselines(tmp_path, method):
+    r = kforge("evaluate", RELU, candidate(tmp_path, "return x.clamp_min(0.0)"), "--json", "--no-static-check",
+               "--trials", "5", "--timing", method, "--fresh-inputs", "--baselines", "eager,compile_reduce_overhead")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["outcome"] == "ok" and res["timing"] == method and res["fresh_inputs"] is True, res
+    assert res["t_candidate"] > 0 and res["t_eager"] > 0 and res["t_compile_reduce_overhead"] > 0, res
+    assert res["t_compile"] is None and set(res["compile_seconds"]) == {"compile_reduce_overhead"}, res
+
+
+def test_an_output_the_tolerance_cannot_resolve_is_flagged(tmp_path):
+    # y = x * 1e-4 (|y| < 1e-3): all zeros would pass atol = 1e-2 as well; verified, with a warning.
+    problem = tmp_path / "tiny.py"
+    problem.write_text(textwrap.dedent("""
+        import torch
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return x * 1e-4
+        def get_inputs():
+            return [torch.rand(1024)]
+        def get_init_inputs():
+            return []
+        """))
+    cand = tmp_path / "model_new.py"
+    cand.write_text(problem.read_text() + "\nclass ModelNew(Model):\n    pass\n")
+    r = kforge("evaluate", str(problem), str(cand), "--json", "--no-profile", "--no-static-check")
+    res = json.loads(r.stdout)
+    assert res["outcome"] == "ok" and any("all zeros" in w for w in res.get("warnings", [])), res

@@ -184,7 +184,7 @@ TEST_F(HarnessEvaluatorTest, MeasuresThroughTheHarnessAndBuildsEachScheduleOnce)
     EXPECT_TRUE(r["verify"].get<bool>());
     EXPECT_TRUE(r["profile"].get<bool>());
     EXPECT_EQ(r["trials"].get<int>(), 3);
-    EXPECT_EQ(r["protocol"].get<std::string>(), "cuda-agent");
+    EXPECT_EQ(r["protocol"]["name"].get<std::string>(), "cuda-agent");
     EXPECT_EQ(fs::path(r["problem"].get<std::string>()), fs::absolute(task.source));
     EXPECT_EQ(fs::path(r["candidate"].get<std::string>()), fs::absolute(candidate / "model_new.py"));
   }
@@ -262,7 +262,10 @@ TEST_F(HarnessEvaluatorTest, PrebuildBuildsEachScheduleOnceInParallelAndEvaluate
   EXPECT_EQ(evaluator.builds(), 2);
   const std::vector<Json> seen = requests();
   ASSERT_EQ(seen.size(), 2u);
-  for (const Json& r : seen) EXPECT_FALSE(r["compile"].get<bool>());  // compile_baseline = false reaches the worker
+  for (const Json& r : seen) {  // compile_baseline = false reaches the worker: no compiled baseline is timed
+    EXPECT_EQ(r["timing"]["baselines"], Json::array({"eager"})) << r.dump();
+    EXPECT_EQ(r["protocol"]["atol"].get<double>(), 1e-2);  // the whole protocol travels in the request
+  }
 }
 
 TEST_F(HarnessEvaluatorTest, AnEpisodeIsJudgedByMeasurements) {
