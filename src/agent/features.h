@@ -7,6 +7,7 @@
 
 #include "agent/env.h"
 #include "ir/op_registry.h"
+#include "skills/skill.h"
 
 namespace kforge::agent {
 
@@ -18,6 +19,8 @@ constexpr int kNumOpFamilies = static_cast<int>(ir::OpFamily::kFull) + 1;
 // Skill slots of the action one-hot: the catalogue (skills::all_skills()) in its order, padded to this
 // many so that adding a skill does not change the dimensions (a checked invariant: the catalogue fits).
 constexpr int kMaxSkills = 24;
+static_assert(skills::kNumSkills <= kMaxSkills,
+              "the skill catalogue outgrew agent::kMaxSkills: raise it (and retrain)");
 
 // ---- State features ----
 // [kStateFamilies, +kNumOpFamilies): fraction of the graph's nodes in each op family.

@@ -344,7 +344,7 @@ OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const B
     OrderedJson jk;
     jk["name"] = k.name;
     jk["impl"] = schedule::impl_name(k.impl);
-    jk["strategy"] = k.strategy;
+    jk["strategy"] = schedule::strategy_name(k.strategy);
     OrderedJson ops = OrderedJson::array();
     for (int n : k.nodes) ops.push_back(ir::op_info(g.nodes()[static_cast<size_t>(n)].op).name);
     jk["ops"] = ops;
@@ -398,8 +398,8 @@ std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const 
       regs = std::to_string(r);
       spills = std::to_string(sp);
     }
-    t.add_row({k.name, ops, schedule::impl_name(k.impl), k.strategy, format_seconds(b.cost.kernels[i].seconds),
-               b.cost.kernels[i].bound, regs, spills});
+    t.add_row({k.name, ops, schedule::impl_name(k.impl), std::string(schedule::strategy_name(k.strategy)),
+               format_seconds(b.cost.kernels[i].seconds), b.cost.kernels[i].bound, regs, spills});
   }
   t.add_rule();
   t.add_row(

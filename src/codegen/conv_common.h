@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "codegen/emit.h"
-#include "skills/conv_implicit_gemm.h"
+#include "kernels/conv_implicit_gemm_bounds.h"
 
 namespace kforge::codegen::conv {
 

@@ -4,16 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "skills/constant_output.h"
-#include "skills/conv_epilogue.h"
-#include "skills/conv_reduce_epilogue.h"
-#include "skills/linear_epilogue.h"
-#include "skills/loss_prologue.h"
-#include "skills/norm_epilogue.h"
-#include "skills/reduce_prologue.h"
-#include "skills/scan_exclusive.h"
-#include "skills/scan_prologue.h"
-#include "skills/scan_reverse.h"
+#include "kernels/forms.h"
 
 namespace kforge::codegen {
 
@@ -71,26 +62,25 @@ KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
 }
 
 StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
-  if (ctx.kernel.strategy == skills::kConstantFillStrategy) return emit_constant_fill(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_conv_epilogue(ctx.graph, ctx.kernel)) return emit_conv_epilogue(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_conv_reduce_epilogue(ctx.graph, ctx.kernel))
-    return emit_conv_reduce_epilogue(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_norm_epilogue(ctx.graph, ctx.kernel)) return emit_norm_epilogue(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_linear_epilogue(ctx.graph, ctx.kernel))
-    return emit_linear_epilogue(ctx);
-  // Pointwise chains (ir::is_pointwise), whatever their root's family (batch_norm_inference).
-  if (ctx.kernel.strategy == "elementwise") return emit_elementwise_chain(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_reduce_prologue(ctx.graph, ctx.kernel)) return emit_Reduce(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_scan_prologue(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_loss_prologue(ctx.graph, ctx.kernel)) return emit_Loss(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_scan_reverse(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
-  if (ctx.kernel.nodes.size() > 1 && skills::is_scan_exclusive(ctx.graph, ctx.kernel)) return emit_Scan(ctx);
-  // Only elementwise chains compute several nodes in one kernel so far; any other emitter would
-  // silently drop the others.
-  if (ctx.kernel.nodes.size() > 1 && !ir::is_elementwise(ir::op_info(ctx.node().op).family)) {
-    return unsupported("kernel " + ctx.kernel.name + " fuses " + std::to_string(ctx.kernel.nodes.size()) +
-                       " nodes into a " + std::string(ir::family_name(ir::op_info(ctx.node().op).family)) +
-                       " kernel; only elementwise chains can be fused so far");
+  // One switch over the catalogue's forms (kernels/forms.def); one-op kernels by their family.
+  switch (kernels::kernel_form(ctx.graph, ctx.kernel)) {
+    case kernels::KernelForm::kConstantFill: return emit_constant_fill(ctx);
+    case kernels::KernelForm::kConvEpilogue: return emit_conv_epilogue(ctx);
+    case kernels::KernelForm::kConvReduceEpilogue: return emit_conv_reduce_epilogue(ctx);
+    case kernels::KernelForm::kNormEpilogue: return emit_norm_epilogue(ctx);
+    case kernels::KernelForm::kLinearEpilogue: return emit_linear_epilogue(ctx);
+    case kernels::KernelForm::kElementwiseChain: return emit_elementwise_chain(ctx);
+    case kernels::KernelForm::kReducePrologue: return emit_Reduce(ctx);
+    case kernels::KernelForm::kScanPrologue:
+    case kernels::KernelForm::kScanReverse:
+    case kernels::KernelForm::kScanExclusive: return emit_Scan(ctx);
+    case kernels::KernelForm::kLossPrologue: return emit_Loss(ctx);
+    case kernels::KernelForm::kUnknown:
+      // Any other emitter would silently drop the nodes past its own.
+      return unsupported("kernel " + ctx.kernel.name + " fuses " + std::to_string(ctx.kernel.nodes.size()) +
+                         " nodes into a " + std::string(ir::family_name(ir::op_info(ctx.node().op).family)) +
+                         " kernel; only elementwise chains can be fused so far");
+    case kernels::KernelForm::kOneOp: break;
   }
   switch (ir::op_info(ctx.node().op).family) {
 #define KF_FAMILY(name)       \

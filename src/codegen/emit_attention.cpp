@@ -122,7 +122,7 @@ StatusOr<KernelSource> emit_Attention(const EmitContext& ctx) {
   // Chunks of batches whose scores fit the workspace budget.
   const int64_t row_bytes = S * 4;
   const int64_t batch_bytes = L * row_bytes;
-  const int64_t budget = ctx.kernel.knob("workspace_mb", 2048) * (int64_t{1} << 20);
+  const int64_t budget = ctx.kernel.knob(schedule::Knob::kWorkspaceMb, 2048) * (int64_t{1} << 20);
   const int64_t chunk = std::clamp<int64_t>(budget / std::max<int64_t>(batch_bytes, 1), 1, Bq);
   const int64_t nchunks = (Bq + chunk - 1) / chunk;
   const bool k_linear = nk == 1 || nk == Bq;
@@ -132,7 +132,7 @@ StatusOr<KernelSource> emit_Attention(const EmitContext& ctx) {
   const size_t score_bytes = gemm::align256(static_cast<size_t>(chunk * batch_bytes));
   src.workspace_bytes = ptr_bytes + score_bytes;
 
-  int64_t block = ctx.kernel.knob("softmax_block", 0);
+  int64_t block = ctx.kernel.knob(schedule::Knob::kSoftmaxBlock, 0);
   if (block <= 0) block = S <= 32 ? 32 : S <= 64 ? 64 : S <= 128 ? 128 : 256;
   if (block % 32 != 0 || block > 1024)
     return invalid_argument("attention knob softmax_block must be a multiple of 32 up to 1024");

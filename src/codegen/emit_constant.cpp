@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "codegen/emit.h"
-#include "skills/value_range.h"
+#include "ir/value_range.h"
 
 namespace kforge::codegen {
 
@@ -12,7 +12,7 @@ StatusOr<KernelSource> emit_constant_fill(const EmitContext& ctx) {
   const ir::Graph& g = ctx.graph;
   const ir::ValueIndex out = ctx.node().output;
   // The schedule may come from a file: the constant is proved here again, never taken on trust.
-  const skills::ValueRange range = skills::value_ranges(g)[static_cast<size_t>(out)];
+  const ir::ValueRange range = ir::value_ranges(g)[static_cast<size_t>(out)];
   if (!range.is_point()) {
     return invalid_argument("kernel " + ctx.kernel.name + " fills " + g.value(out).id +
                             " with a constant, but its value range is " + range.str() +
@@ -30,7 +30,7 @@ StatusOr<KernelSource> emit_constant_fill(const EmitContext& ctx) {
     src.launches = 0;
     return src;
   }
-  const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+  const int block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   const std::string c = ctype(t);
   std::ostringstream os;
   os << "namespace {\n"

@@ -157,7 +157,7 @@ bool fits_int(int64_t v) {
 
 // Why cuDNN cannot run this convolution ("" when it can).
 std::string direct_reason(const EmitContext& ctx, const ConvGeom& g) {
-  if (ctx.kernel.knob("direct", 0) != 0) return "the knob direct = 1 asks for the direct kernel";
+  if (ctx.kernel.knob(schedule::Knob::kDirect, 0) != 0) return "the knob direct = 1 asks for the direct kernel";
   if (g.sp > 3) return "cuDNN takes at most 3 spatial dims";
   if (ctx.in_type(0).numel() == 0) return "the input is empty (cuDNN takes no zero dims) but the output is not";
   for (size_t i = 0; i < g.sp; ++i) {
@@ -197,7 +197,7 @@ std::string int_list(const std::vector<int64_t>& v) {
 std::string bias_kernel(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
                         bool has_bias, bool fill) {
   std::ostringstream os;
-  int64_t block = ctx.kernel.knob("block", 256);
+  int64_t block = ctx.kernel.knob(schedule::Knob::kBlock, 256);
   os << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_bias("
      << (has_bias ? "const " + T + "* __restrict__ b, " : "") << T << "* __restrict__ y) {\n"
      << "  KF_GRID_STRIDE(i, " << ctx.out_type().numel() << "LL) {\n";
@@ -214,7 +214,7 @@ std::string bias_kernel(const EmitContext& ctx, const ConvGeom& g, const std::st
 }
 
 std::string bias_launch(const EmitContext& ctx, bool has_bias) {
-  int64_t block = ctx.kernel.knob("block", 256);
+  int64_t block = ctx.kernel.knob(schedule::Knob::kBlock, 256);
   std::ostringstream os;
   os << "  " << ctx.kernel.name << "_bias<<<kf_grid(" << ctx.out_type().numel() << "LL, " << block << "), " << block
      << ", 0, ctx->stream>>>(" << (has_bias ? ctx.in_ptr(2) + ", " : "") << ctx.out_ptr() << ");\n"
@@ -265,7 +265,7 @@ std::string kconv_definition(const EmitContext& ctx, const ConvGeom& g, bool cha
   const std::string compute = dt == ir::DType::kFloat64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT";
   // The knob "engine_search" (the conv_engine_search skill): how many engines to time (checked by the
   // emitter before this is called).
-  const int64_t search = ctx.kernel.knob("engine_search", 0);
+  const int64_t search = ctx.kernel.knob(schedule::Knob::kEngineSearch, 0);
   std::ostringstream os;
   os << "// kf_cudnn_conv runs the cuDNN engine torch runs for this problem (its heuristics, order and filters)"
      << (channels_last ? ",\n// here for channels-last tensors, as torch runs a channels-last conv" : "") << ".\n"
@@ -528,18 +528,18 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
   }
   if (has_bias && ctx.in_type(2).numel() != g.cout)
     return invalid_argument(std::string(what) + ": the bias needs one value per output channel");
-  const int64_t engine = ctx.kernel.knob("engine", kTorchEngine);
+  const int64_t engine = ctx.kernel.knob(schedule::Knob::kEngine, kTorchEngine);
   if (engine != kTorchEngine && engine != kFindEngine) {
     return invalid_argument(std::string(what) +
                             ": the knob engine must be 0 (torch's cuDNN engine) or 1 (cudnnFind's "
                             "fastest), not " +
                             std::to_string(engine));
   }
-  const int64_t channels_last = ctx.kernel.knob("channels_last", 0);
+  const int64_t channels_last = ctx.kernel.knob(schedule::Knob::kChannelsLast, 0);
   if (channels_last != 0 && channels_last != 1)
     return invalid_argument(std::string(what) + ": the knob channels_last must be 0 or 1, not " +
                             std::to_string(channels_last));
-  const int64_t engine_search = ctx.kernel.knob("engine_search", 0);
+  const int64_t engine_search = ctx.kernel.knob(schedule::Knob::kEngineSearch, 0);
   if (engine_search < 0 || engine_search > kMaxEnginesTimed)
     return invalid_argument(std::string(what) + ": the knob engine_search must be 0 (torch's engine) to " +
                             std::to_string(kMaxEnginesTimed) + " (engines timed), not " +
@@ -565,10 +565,10 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
                 bias_launch(ctx, has_bias) + "  return 0;\n}\n";
     return src;
   }
-  if (ctx.kernel.knob("implicit_gemm", 0) != 0) {
-    if (ctx.kernel.knob("implicit_gemm", 0) != 1)
+  if (ctx.kernel.knob(schedule::Knob::kImplicitGemm, 0) != 0) {
+    if (ctx.kernel.knob(schedule::Knob::kImplicitGemm, 0) != 1)
       return invalid_argument(std::string(what) + ": the knob implicit_gemm must be 0 or 1, not " +
-                              std::to_string(ctx.kernel.knob("implicit_gemm", 0)));
+                              std::to_string(ctx.kernel.knob(schedule::Knob::kImplicitGemm, 0)));
     if (const std::string why_not = implicit_gemm_reason(g, dt); !why_not.empty())
       return invalid_argument(std::string(what) + ": the knob implicit_gemm = 1 cannot apply: " + why_not);
     if (back != nullptr)
@@ -583,7 +583,7 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
   const std::string reason = direct_reason(ctx, g);
   if (!reason.empty()) {
     KernelSource src = begin_source(ctx, headers);
-    int64_t block = ctx.kernel.knob("block", 256);
+    int64_t block = ctx.kernel.knob(schedule::Knob::kBlock, 256);
     src.code += "// Direct kernel, not cuDNN: " + reason + ".\nnamespace {\n" + direct_kernel(ctx, g, T, A, has_bias) +
                 "}  // namespace\n\n" + ctx.signature() + " {\n  " + ctx.kernel.name + "_direct<<<kf_grid(" +
                 std::to_string(ctx.out_type().numel()) + "LL, " + std::to_string(block) + "), " +
@@ -613,7 +613,8 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
     if (epilogue_fused != nullptr) *epilogue_fused = epi != nullptr;
     src.workspace_bytes =
         channels_last_scratch(ctx) +
-        (static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 256, 2048))) << 20);
+        (static_cast<size_t>(ctx.kernel.knob(schedule::Knob::kWorkspaceMb, std::clamp<int64_t>(io_mb, 256, 2048)))
+         << 20);
     std::optional<conv::ChannelsLastBack> built;
     if (back != nullptr) {
       KF_ASSIGN_OR_RETURN(built, (*back)(g, has_bias ? ctx.in_ptr(2) : std::string()));
@@ -629,14 +630,14 @@ StatusOr<KernelSource> emit_conv_family(const EmitContext& ctx, bool transpose, 
     // more (FFT tiling, split reductions, bwd-data accumulators) grow with the tensors. So reserve
     // the size of input plus output, at least 256 MiB and at most 2 GiB (attention's default
     // budget); the knob workspace_mb overrides it. KFORGE_CUDNN_LOG=1 reports skipped engines.
-    src.workspace_bytes = static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 256, 2048)))
-                          << 20;
+    src.workspace_bytes =
+        static_cast<size_t>(ctx.kernel.knob(schedule::Knob::kWorkspaceMb, std::clamp<int64_t>(io_mb, 256, 2048))) << 20;
     src.code += backend_code(ctx, g, T, library_bias, launches);
   } else {
     // Workspace for cudnnFind: the knob workspace_mb, else the size of input and output (32 MiB ..
     // 512 MiB), enough for the implicit-GEMM and most FFT/Winograd choices.
-    src.workspace_bytes = static_cast<size_t>(ctx.kernel.knob("workspace_mb", std::clamp<int64_t>(io_mb, 32, 512)))
-                          << 20;
+    src.workspace_bytes =
+        static_cast<size_t>(ctx.kernel.knob(schedule::Knob::kWorkspaceMb, std::clamp<int64_t>(io_mb, 32, 512))) << 20;
     src.code += cudnn_code(ctx, g, T, library_bias, launches);
   }
   src.launches = launches;

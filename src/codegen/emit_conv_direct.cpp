@@ -12,7 +12,7 @@ namespace kforge::codegen::conv {
 std::string direct_kernel(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
                           bool has_bias) {
   std::ostringstream os;
-  int64_t block = ctx.kernel.knob("block", 256);
+  int64_t block = ctx.kernel.knob(schedule::Knob::kBlock, 256);
   const size_t sp = g.sp;
   os << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_direct(const " << T
      << "* __restrict__ x, const " << T << "* __restrict__ w, " << (has_bias ? "const " + T + "* __restrict__ b, " : "")
@@ -92,7 +92,7 @@ std::string depthwise_kernel(const EmitContext& ctx, const ConvGeom& g, const st
   const std::string I = narrow ? "unsigned int" : "int64_t";  // element indices
   const std::string S = narrow ? "int" : "int64_t";           // window coordinates (may be negative)
   auto u = [&](int64_t x) { return std::to_string(x) + (narrow ? "u" : "LL"); };
-  const int64_t block = ctx.kernel.knob("block", 256);
+  const int64_t block = ctx.kernel.knob(schedule::Knob::kBlock, 256);
   const size_t sp = g.sp;
   std::ostringstream os;
   os << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_depthwise(const " << T
@@ -140,7 +140,7 @@ std::string depthwise_kernel(const EmitContext& ctx, const ConvGeom& g, const st
 
 std::string depthwise_code(const EmitContext& ctx, const ConvGeom& g, const std::string& T, const std::string& A,
                            bool has_bias) {
-  const int64_t block = ctx.kernel.knob("block", 256);
+  const int64_t block = ctx.kernel.knob(schedule::Knob::kBlock, 256);
   std::ostringstream os;
   os << "// Depthwise: torch runs its own exact kernel here (CudaDepthwise" << (g.sp == 3 ? 3 : 2)
      << "d), not cuDNN; so does this.\n"

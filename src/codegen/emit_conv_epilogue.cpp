@@ -33,7 +33,8 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
   conv_kernel.name = ctx.kernel.name + "_conv";
   EmitContext conv_ctx(gr, ctx.sched, conv_kernel, ctx.buffers);
   conv_ctx.out_value = result;
-  if (ctx.kernel.knob("channels_last", 0) == 1 || ctx.kernel.knob("implicit_gemm", 0) == 1) {
+  if (ctx.kernel.knob(schedule::Knob::kChannelsLast, 0) == 1 ||
+      ctx.kernel.knob(schedule::Knob::kImplicitGemm, 0) == 1) {
     // Channels-last: the chain runs in the pass that brings the result back to NCHW (one write); the
     // implicit GEMM computes it in its stores.
     ChannelsLastEpilogue epi;

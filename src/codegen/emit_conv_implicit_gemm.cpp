@@ -31,14 +31,14 @@ std::string implicit_gemm_reason(const ConvGeom& g, ir::DType dt) {
   if (g.sp != 2) return "not a 2-d convolution";
   if (g.groups != 1) return "grouped";
   if (g.out_sp[0] < 1 || g.out_sp[1] < 1) return "empty";
-  return skills::implicit_gemm_shape_illegal({.cin = g.cin,
-                                              .cout = g.cout,
-                                              .kh = g.k_sp[0],
-                                              .kw = g.k_sp[1],
-                                              .stride_w = g.stride[1],
-                                              .dilation_w = g.dil[1],
-                                              .in_plane = prod(g.in_sp),
-                                              .out_plane = g.spatial_out});
+  return kernels::implicit_gemm_shape_illegal({.cin = g.cin,
+                                               .cout = g.cout,
+                                               .kh = g.k_sp[0],
+                                               .kw = g.k_sp[1],
+                                               .stride_w = g.stride[1],
+                                               .dilation_w = g.dil[1],
+                                               .in_plane = prod(g.in_sp),
+                                               .out_plane = g.spatial_out});
 }
 
 std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool has_bias,
@@ -55,7 +55,7 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
   // has read the window), so that 4 blocks fit on an SM at 8 input channels; the kernel's static_assert
   // checks this size against its own layout.
   const int64_t smem_bytes =
-      skills::implicit_gemm_smem_bytes(g.cin, g.cout, g.k_sp[0], g.k_sp[1], g.stride[1], g.dil[1]);
+      kernels::implicit_gemm_smem_bytes(g.cin, g.cout, g.k_sp[0], g.k_sp[1], g.stride[1], g.dil[1]);
   // Blocks per SM the registers are bounded for: as many as the H200's 228 KiB of shared memory hold
   // (1 KiB each reserved), at most 4 (64 registers a thread: no spills at 64 channels).
   const int64_t min_blocks = std::clamp<int64_t>((228 << 10) / (smem_bytes + 1024), 1, 4);
@@ -91,8 +91,8 @@ std::string implicit_gemm_code(const EmitContext& ctx, const ConvGeom& g, bool h
      << "constexpr int kTileFloats = kInFloats > kCout * kLdOut ? kInFloats : kCout * kLdOut;  // window, then "
         "results\n"
      << "static_assert(kSmemBytes == (kWFloats + kTileFloats + kKSteps * 8 + kCout) * sizeof(float));\n"
-     << "static_assert(kCout % 8 == 0 && kCout <= " << skills::kImplicitGemmMaxChannels
-     << ", \"C_out: a multiple of 8 up to " << skills::kImplicitGemmMaxChannels << "\");\n\n"
+     << "static_assert(kCout % 8 == 0 && kCout <= " << kernels::kImplicitGemmMaxChannels
+     << ", \"C_out: a multiple of 8 up to " << kernels::kImplicitGemmMaxChannels << "\");\n\n"
      << "__device__ __forceinline__ float " << name << "_tf32(float x) {\n"
      << "  unsigned r;\n"
      << "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"

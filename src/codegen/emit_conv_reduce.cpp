@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "codegen/conv_common.h"
-#include "skills/conv_reduce_epilogue.h"
+#include "kernels/forms.h"
 
 namespace kforge::codegen::conv {
 
@@ -65,7 +65,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   if (at == 0) return internal_error("kernel " + ctx.kernel.name + ": no channel consumer after the convolution");
   const ir::Node& conv = gr.nodes()[static_cast<size_t>(nodes.front())];
   const ir::Node& r = gr.nodes()[static_cast<size_t>(nodes[at])];
-  if (!skills::is_channel_consumer(gr, r))
+  if (!kernels::is_channel_consumer(gr, r))
     return internal_error("kernel " + ctx.kernel.name + ": " + ir::describe(gr, r) + " is not a channel consumer");
   const std::vector<int> pre(nodes.begin() + 1, nodes.begin() + static_cast<std::ptrdiff_t>(at));
   const std::vector<int> post(nodes.begin() + static_cast<std::ptrdiff_t>(at) + 1, nodes.end());
@@ -85,8 +85,8 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
   }
   if (!post.empty()) {
     // After a norm the chain has the conv's shape: its per-channel operands are read at the plane's start.
-    const auto kind = skills::consumer_kind(gr, r);
-    const bool norm = kind == skills::ConsumerKind::kNorm || kind == skills::ConsumerKind::kRowNorm;
+    const auto kind = kernels::consumer_kind(gr, r);
+    const bool norm = kind == kernels::ConsumerKind::kNorm || kind == kernels::ConsumerKind::kRowNorm;
     KF_ASSIGN_OR_RETURN(post_fn, pointwise_function(ctx, post, name + "_post", r.output, norm ? g.spatial_out : 0));
     ops.add(post_fn);
     functions += post_fn.code + "\n";
@@ -150,7 +150,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
       << "  const long long c = 4LL * q;\n";
     return h.str();
   };
-  if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kPool) {
+  if (kernels::consumer_kind(gr, r) == kernels::ConsumerKind::kPool) {
     // A 2-d or 3-d pool of non-overlapping windows: a block takes 32 outputs of one output row of one
     // sample, all channels; threads over channels (coalesced reads of each position's row) reduce each
     // window into a shared tile [32][C | 1], then warps write 32 consecutive outputs of a channel.
@@ -218,7 +218,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     back.launches = 1;
     return back;
   }
-  if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kRowNorm) {
+  if (kernels::consumer_kind(gr, r) == kernels::ConsumerKind::kRowNorm) {
     // A layer norm over the last dim (W positions, W | 128): the transpose back's tile of 32 channels x
     // 128 positions holds 128 / W whole rows of each channel. After 16-byte loads along C, each warp
     // takes 4 of the tile's channels, lane l the positions l + 32 m (m < 4: consecutive banks, no
@@ -334,7 +334,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     back.launches = 1;
     return back;
   }
-  if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kNorm) {
+  if (kernels::consumer_kind(gr, r) == kernels::ConsumerKind::kNorm) {
     // Instance, group or batch norm (batch statistics). Statistics from the rows: a block takes a chunk
     // of one sample's positions, threads 4 channels each, sums of x - k and (x - k)^2 with k the
     // channel's value at position 0 of the sample (no cancellation from a large mean); a merge per
@@ -480,7 +480,7 @@ StatusOr<ChannelsLastBack> channel_consumer_back(const EmitContext& ctx, const C
     back.launches = 2;
     return back;
   }
-  if (skills::consumer_kind(gr, r) == skills::ConsumerKind::kSpatial) {
+  if (kernels::consumer_kind(gr, r) == kernels::ConsumerKind::kSpatial) {
     // Over every spatial dim: out[n][c] from the S rows of sample n. Threads take 4 channels each
     // (16-byte loads), 256 / (C / 4) rows of positions per block; a block reduces a chunk of the
     // positions and leaves one partial per channel in scratch; a second kernel merges a sample's

@@ -172,7 +172,7 @@ KernelSource direct_kernel(const EmitContext& ctx, const Plan& p, int group) {
   auto osz = sizes_of(p, p.out_letters);
   auto ssz = sizes_of(p, p.sum_letters);
   int64_t nsum = prod(ssz);
-  int block = group == 256 ? 256 : static_cast<int>(ctx.kernel.knob("block", 256));
+  int block = group == 256 ? 256 : static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   // 32-bit index arithmetic when every index and offset fits.
   int64_t biggest = std::max(n * group, nsum);
   for (size_t op = 0; op < nops; ++op) biggest = std::max(biggest, ctx.in_type(op).numel());
@@ -467,7 +467,7 @@ static StatusOr<KernelSource> emit_einsum_gemm(const EmitContext& ctx) {
 }
 
 StatusOr<KernelSource> emit_Einsum(const EmitContext& ctx) {
-  if (ctx.kernel.strategy == "cublas_gemm") return emit_einsum_gemm(ctx);
+  if (ctx.kernel.strategy == schedule::Strategy::kCublasGemm) return emit_einsum_gemm(ctx);
   const ir::Node& node = ctx.node();
   const size_t nops = node.inputs.size();
   Plan p;
@@ -515,7 +515,7 @@ StatusOr<KernelSource> emit_Einsum(const EmitContext& ctx) {
   int64_t nsum = prod(sizes_of(p, p.sum_letters));
 
   // Two operands with big output and sum extents: the tiled GEMM.
-  if (nops == 2 && ir::is_floating(ctx.out_type().dtype) && ctx.kernel.knob("tiled", 1) != 0) {
+  if (nops == 2 && ir::is_floating(ctx.out_type().dtype) && ctx.kernel.knob(schedule::Knob::kTiled, 1) != 0) {
     std::string batch, mg, ng;
     for (char c : p.out_letters) {
       bool in_a = p.spec.operands[0].find(c) != std::string::npos;
@@ -534,7 +534,7 @@ StatusOr<KernelSource> emit_Einsum(const EmitContext& ctx) {
   int group = 1;
   if (nsum >= 64 && n < 132LL * 2048) group = 32;
   if (nsum >= 65536 && n < 132LL * 8) group = 256;
-  group = static_cast<int>(ctx.kernel.knob("group", group));
+  group = static_cast<int>(ctx.kernel.knob(schedule::Knob::kGroup, group));
   if (group != 1 && group != 32 && group != 256) return invalid_argument("einsum knob 'group' must be 1, 32 or 256");
   return direct_kernel(ctx, p, group);
 }

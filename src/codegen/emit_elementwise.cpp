@@ -345,13 +345,14 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   // The vector form: 4 consecutive elements per thread and iteration, 16-byte loads and store; used
   // when the sizes allow it (knob "vector" = 4, the default; 1 turns it off) and, checked at run
   // time, every vector-loaded pointer is 16-byte aligned.
-  const bool vectorize = ctx.kernel.knob("vector", 4) == 4 && n % 4 == 0 && n > 0 && four_byte(root.output);
+  const bool vectorize =
+      ctx.kernel.knob(schedule::Knob::kVector, 4) == 4 && n % 4 == 0 && n > 0 && four_byte(root.output);
   std::string vector_body;
   if (vectorize) {
     KF_ASSIGN_OR_RETURN(vector_body, chain_statements(g, nodes, seed, true, params, vector_loads));
   }
 
-  const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+  const int block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   const std::string out_var = "r" + std::to_string(root.output);
   const std::string out_t = ctype(out_type.dtype);
   std::ostringstream os, decl, args;
@@ -384,7 +385,7 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   auto vec_t = [&](ir::ValueIndex v) { return ir::is_floating(g.type(v).dtype) ? "float4" : "int4"; };
   // Each thread loads `unroll` 16-byte vectors (a block or a grid apart, so a warp's accesses stay
   // contiguous) before it computes and stores any: more bytes in flight per thread.
-  const int64_t unroll = ctx.kernel.knob("unroll", kDefaultUnroll);
+  const int64_t unroll = ctx.kernel.knob(schedule::Knob::kUnroll, kDefaultUnroll);
   if (unroll < 1 || unroll > 8)
     return invalid_argument("kernel " + name + ": the knob unroll must be 1 to 8 (vectors per thread), not " +
                             std::to_string(unroll));
@@ -393,7 +394,7 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   // The knob "walk": 0, grid-stride loops over a capped grid (the vectors of a thread one grid apart);
   // 1, one block per tile of block * unroll vectors and no loop (a thread's vectors one block apart),
   // the way torch's vectorized elementwise kernel walks.
-  const int64_t walk = ctx.kernel.knob("walk", kDefaultWalk);
+  const int64_t walk = ctx.kernel.knob(schedule::Knob::kWalk, kDefaultWalk);
   if (walk != 0 && walk != 1)
     return invalid_argument("kernel " + name + ": the knob walk must be 0 (grid-stride) or 1 (tiles), not " +
                             std::to_string(walk));

@@ -224,7 +224,7 @@ StatusOr<KernelSource> emit_cross_entropy(const EmitContext& ctx) {
     s.args = ctx.in_ptr(0) + ", " + ctx.in_ptr(1) + ", " + sink_arg;
   }
   s.workspace_offset = loss_bytes;
-  s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+  s.block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   add_reduction(a, s);
   if (!none) {
     if (class_index) {
@@ -336,7 +336,7 @@ StatusOr<KernelSource> emit_Loss(const EmitContext& ctx) {
            load(tb.dtype, CT, b_name + "[" + broadcast_offset(tb.shape, bshape, i) + "]") + ")";
   };
   if (red == "none") {
-    const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+    const int block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
     a.dev << "__global__ void __launch_bounds__(" << block << ") " << K << "_none(" << pa << ", " << ctype(out.dtype)
           << "* __restrict__ out) {\n"
           << "  KF_GRID_STRIDE(i, " << ll(n) << ") { out[i] = " << to_out(out.dtype, elem_at("i")) << "; }\n"
@@ -368,7 +368,7 @@ StatusOr<KernelSource> emit_Loss(const EmitContext& ctx) {
   s.store = "out[0] = " + to_out(out.dtype, divisor == 1.0 ? "a.s" : "a.s / " + double_literal(divisor)) + ";";
   s.params = pa + ", " + ctype(out.dtype) + "* __restrict__ out";
   s.args = args + ", " + ctx.out_ptr();
-  s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+  s.block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   if (ta.shape == bshape && tb.shape == bshape && ta.dtype == ir::DType::kFloat32 && tb.dtype == ir::DType::kFloat32 &&
       CT == "float") {
     // Both operands read at the element's own offset: 16-byte loads of each (of the prologue's one
@@ -492,7 +492,7 @@ StatusOr<KernelSource> emit_TripletLoss(const EmitContext& ctx) {
   s.args = ctx.in_ptr(0) + ", " + ctx.in_ptr(1) + ", " + ctx.in_ptr(2) + ", " +
            (none ? ctx.out_ptr() : std::string("reinterpret_cast<double*>(ctx->workspace)"));
   s.workspace_offset = loss_bytes;
-  s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+  s.block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   add_reduction(a, s);
   if (!none) {
     add_scalar_stage(a, ctx, samples, loss_bytes, red == "mean" ? double_literal(static_cast<double>(samples)) : "", "",

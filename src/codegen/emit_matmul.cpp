@@ -48,7 +48,7 @@ Status same_dtypes(const EmitContext& ctx, const std::string& what) {
 }
 
 std::string block_knob(const EmitContext& ctx) {
-  return std::to_string(ctx.kernel.knob("block", 256));
+  return std::to_string(ctx.kernel.knob(schedule::Knob::kBlock, 256));
 }
 
 }  // namespace

@@ -119,7 +119,7 @@ StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseF
   const bool rows_of_groups = node.op == ir::OpId::kLayerNorm || node.op == ir::OpId::kGroupNorm ||
                               (node.op == ir::OpId::kInstanceNorm && batch_stats);
   if (rows_of_groups && in.dtype == ir::DType::kFloat32 && out.dtype == ir::DType::kFloat32 && layout.N % 4 == 0 &&
-      layout.N >= 4 && layout.N <= 1024 && ctx.kernel.knob("rows_in_registers", 1) != 0 &&
+      layout.N >= 4 && layout.N <= 1024 && ctx.kernel.knob(schedule::Knob::kRowsInRegisters, 1) != 0 &&
       (!has_w || ctx.in_type(1).dtype == ir::DType::kFloat32) &&
       (!has_b || ctx.in_type(2).dtype == ir::DType::kFloat32)) {
     const int64_t D = layout.N, D4 = D / 4, rows = layout.M;
@@ -276,7 +276,7 @@ StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseF
       s.vec_host = ctx.in_ptr(0);
     }
     s.workspace_offset = reduce::align256(static_cast<size_t>(groups) * 16);
-    s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+    s.block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
     reduce::Code rc = reduce::emit(s);
     dev << rc.device;
     workspace = std::max(rc.workspace_bytes, s.workspace_offset);
@@ -316,7 +316,7 @@ StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseF
   };
   if (post != nullptr && post->params.empty())
     dev << "// The epilogue (norm_epilogue skill), computed on each normalized value before its store:\n" << post->code;
-  const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+  const int block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   // The statements that normalize element x_expr (its group and affine index from i) into `v`.
   auto normalize = [&](const std::string& x_expr, const std::string& ind) {
     std::ostringstream b;
@@ -355,7 +355,8 @@ StatusOr<KernelSource> emit_norm_kernel(const EmitContext& ctx, const PointwiseF
   // float32 with runs of a multiple of 4 elements sharing their group and parameters: one 16-byte
   // load and store per thread, one tile of `block` vectors per block (the elementwise kernel's shape).
   const bool vec = in.dtype == ir::DType::kFloat32 && out.dtype == ir::DType::kFloat32 && period % 4 == 0 &&
-                   numel % 4 == 0 && numel / 4 / block < 2147483647LL && ctx.kernel.knob("vector", 1) != 0;
+                   numel % 4 == 0 && numel / 4 / block < 2147483647LL &&
+                   ctx.kernel.knob(schedule::Knob::kVector, 1) != 0;
   if (vec) {
     auto [pre, centered] = normalize("X", "  ");
     // The four values lie in one row of the epilogue's (row_extent % 4 == 0, i % 4 == 0).

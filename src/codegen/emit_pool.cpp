@@ -346,12 +346,12 @@ StatusOr<KernelSource> emit_Pool(const EmitContext& ctx) {
   DType t = ctx.out_type().dtype;
   std::string T = acc_type(t);
   std::string in_t = ctype(ctx.in_type(0).dtype);
-  int block = static_cast<int>(ctx.kernel.knob("block", 256));
-  if (sp == 1 && g.out_sp[0] >= 512 && ctx.kernel.knob("tiled", 1) != 0) {
+  int block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
+  if (sp == 1 && g.out_sp[0] >= 512 && ctx.kernel.knob(schedule::Knob::kTiled, 1) != 0) {
     if (auto tiled = pool1d_tiled(ctx, g, is_max, ks[0], st[0], pd[0], dil[0], include_pad, has_div, divisor))
       return *tiled;
   }
-  if (sp == 2 && is_max && g.out_sp[1] >= 48 && g.out_sp[0] >= 16 && ctx.kernel.knob("tiled", 1) != 0) {
+  if (sp == 2 && is_max && g.out_sp[1] >= 48 && g.out_sp[0] >= 16 && ctx.kernel.knob(schedule::Knob::kTiled, 1) != 0) {
     if (auto tiled = maxpool2d_tiled(ctx, g, ks, st, pd, dil)) return *tiled;
   }
 
@@ -472,7 +472,7 @@ StatusOr<KernelSource> emit_AdaptivePool(const EmitContext& ctx) {
   // per plane walking 126 rows of 126 ran at 0.5 TB/s on level2/67), a block per plane from 2048 on.
   const bool global = g.out_plane == 1;
   int group = global ? (window >= 2048 ? 256 : window > 64 ? 32 : 1) : window > 16384 ? 256 : window > 64 ? 32 : 1;
-  group = static_cast<int>(ctx.kernel.knob("group", group));
+  group = static_cast<int>(ctx.kernel.knob(schedule::Knob::kGroup, group));
   if (group != 1 && group != 32 && group != 256)
     return invalid_argument("adaptive pool knob 'group' must be 1, 32 or 256");
 
@@ -480,7 +480,7 @@ StatusOr<KernelSource> emit_AdaptivePool(const EmitContext& ctx) {
   DType t = ctx.out_type().dtype;
   std::string T = acc_type(t);
   std::string in_t = ctype(ctx.in_type(0).dtype);
-  int block = group == 256 ? 256 : static_cast<int>(ctx.kernel.knob("block", 256));
+  int block = group == 256 ? 256 : static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   if (block % 32 != 0 || block <= 0)
     return invalid_argument("adaptive pool knob 'block' must be a positive multiple of 32");
 

@@ -206,7 +206,7 @@ StatusOr<KernelSource> emit_Reduce(const EmitContext& ctx) {
     s.vec_ptr = "in0";
     s.vec_host = ctx.in_ptr(0);
   }
-  s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+  s.block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   if (ctx.kernel.nodes.size() > 1) {
     // A pointwise prologue (the reduce_prologue skill): the reduced tensor is never stored; each
     // element is computed where the reduction would have loaded it.
@@ -289,7 +289,7 @@ StatusOr<KernelSource> emit_ArgReduce(const EmitContext& ctx) {
     s.vec_ptr = "in0";
     s.vec_host = ctx.in_ptr(0);
   }
-  s.block = static_cast<int>(ctx.kernel.knob("block", 256));
+  s.block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   reduce::Code rc = reduce::emit(s);
   return assemble(ctx, reduce::half_headers({in.dtype}), acc.code, rc);
 }

@@ -18,8 +18,7 @@
 
 #include "codegen/emit.h"
 #include "codegen/reduce_common.h"
-#include "skills/scan_exclusive.h"
-#include "skills/scan_reverse.h"
+#include "kernels/forms.h"
 
 namespace kforge::codegen {
 
@@ -38,8 +37,8 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   // reads the first flip's input and writes the second flip's output, both at mirrored positions.
   // Or (scan_exclusive) the scan among slice, full, scan, cat: the kernel reads x (the slice's input)
   // in place and writes the cat's output shifted by one position, the identity at position 0.
-  const bool reverse = skills::is_scan_reverse(ctx.graph, ctx.kernel);
-  const bool exclusive = skills::is_scan_exclusive(ctx.graph, ctx.kernel);
+  const bool reverse = kernels::is_scan_reverse(ctx.graph, ctx.kernel);
+  const bool exclusive = kernels::is_scan_exclusive(ctx.graph, ctx.kernel);
   int scan_index = reverse ? ctx.kernel.nodes[1] : ctx.kernel.root();
   const ir::Node* slice = nullptr;
   if (exclusive) {
@@ -263,7 +262,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
       launches = 1;
     }
   } else {
-    const int block = static_cast<int>(ctx.kernel.knob("block", 256));
+    const int block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
     const int64_t cols = outer * inner;
     // Few columns along a long dim: cut the dim into S chunks per column (totals, carries, scans).
     int64_t S = 1;

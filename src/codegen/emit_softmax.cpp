@@ -53,7 +53,7 @@ StatusOr<KernelSource> emit_Softmax(const EmitContext& ctx) {
   const std::string IT = ctype(in.dtype), OT = ctype(out.dtype);
   const std::string K = ctx.kernel.name;
   const std::string A = K + "_A";
-  const int B = static_cast<int>(std::clamp<int64_t>(ctx.kernel.knob("block", 256), 32, 1024)) / 32 * 32;
+  const int B = static_cast<int>(std::clamp<int64_t>(ctx.kernel.knob(schedule::Knob::kBlock, 256), 32, 1024)) / 32 * 32;
   const std::string load = ir::is_floating(in.dtype) ? "(" + CT + ")" : "(" + CT + ")(long long)";
 
   // Row statistics `a` (merged) -> the constants of the write pass.

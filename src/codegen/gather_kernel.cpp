@@ -83,7 +83,7 @@ KernelSource gather_kernel(const EmitContext& ctx, const Index& ix, const std::s
   int64_t n = ctx.out_type().numel();
   if (n == 0) return empty_kernel(ctx);
   KernelSource src = begin_source(ctx, half_headers(ctx));
-  int block = static_cast<int>(ctx.kernel.knob("block", 256));
+  int block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
   std::string out_t = ctype(ctx.out_type().dtype);
   std::ostringstream params, args;
   for (size_t k = 0; k < ctx.node().inputs.size(); ++k) {

@@ -31,7 +31,7 @@ bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s, const sch
   auto f = ir::op_info(n.op).family;
   // An einsum counts as a contraction when it runs as a cuBLAS GEMM (einsum_gemm).
   bool contraction = f == ir::OpFamily::kMatmul || f == ir::OpFamily::kLinear || f == ir::OpFamily::kAttention ||
-                     (f == ir::OpFamily::kEinsum && k != nullptr && k->strategy == "cublas_gemm");
+                     (f == ir::OpFamily::kEinsum && k != nullptr && k->strategy == schedule::Strategy::kCublasGemm);
   bool conv = f == ir::OpFamily::kConv || f == ir::OpFamily::kConvTranspose;
   // cuDNN runs fp32 convolutions in TF32 by default (as PyTorch's reference does).
   return conv || (contraction && s.precision != "fp32");
@@ -99,7 +99,7 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
     c.bound = "launch";
     return c;
   }
-  if (k.strategy == "constant_fill") {
+  if (k.strategy == schedule::Strategy::kConstantFill) {
     // The constant_output skill's fill: its absorbed nodes do not run; it only writes its output.
     c.bytes = static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
     double memory = c.bytes / d.bytes_per_second;
@@ -133,19 +133,21 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   // reduction of conv_reduce_epilogue) reads it. (The conv_epilogue, conv_reduce_epilogue and
   // linear_epilogue skills' kernels: the only library kernels of several nodes.)
   // kforge's implicit GEMM (conv_implicit_gemm) computes the chain in its stores: no such pass.
-  const bool implicit_gemm = k.knob("implicit_gemm", 0) == 1;
+  const bool implicit_gemm = k.knob(schedule::Knob::kImplicitGemm, 0) == 1;
   if (k.impl == schedule::Impl::kLibrary && k.nodes.size() > 1 && !implicit_gemm &&
-      (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose" || k.strategy == "cublas_gemm")) {
+      (k.strategy == schedule::Strategy::kCudnnConv || k.strategy == schedule::Strategy::kCudnnConvTranspose ||
+       k.strategy == schedule::Strategy::kCublasGemm)) {
     c.bytes += 2 * static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.nodes.front())].output).bytes());
   }
   // Convolutions on cuDNN at their engines' rate (kConvRate*); channels-last pays the transposes of
   // input and weight, and of the output unless the pass back replaces the bias or epilogue pass.
   double conv_rate = 1.0;
-  if (k.impl == schedule::Impl::kLibrary && (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose")) {
+  if (k.impl == schedule::Impl::kLibrary &&
+      (k.strategy == schedule::Strategy::kCudnnConv || k.strategy == schedule::Strategy::kCudnnConvTranspose)) {
     const ir::Node& conv = g.nodes()[static_cast<size_t>(k.nodes.front())];
     if (implicit_gemm) {
       conv_rate = kConvRateImplicitGemm;
-    } else if (k.knob("channels_last", 0) == 1 && conv.inputs.size() >= 2) {
+    } else if (k.knob(schedule::Knob::kChannelsLast, 0) == 1 && conv.inputs.size() >= 2) {
       const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != ir::kNoValue;
       c.bytes += 2.0 * static_cast<double>(g.type(conv.inputs[0]).bytes() + g.type(conv.inputs[1]).bytes());
       if (!has_bias && k.nodes.size() == 1) c.bytes += 2 * out_bytes;

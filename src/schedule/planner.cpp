@@ -6,29 +6,29 @@ namespace kforge::schedule {
 DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
   using ir::OpFamily;
   switch (ir::op_info(node.op).family) {
-    case OpFamily::kReshape: return {Impl::kAlias, "alias"};
+    case OpFamily::kReshape: return {Impl::kAlias, Strategy::kAlias};
     case OpFamily::kMatmul:
-    case OpFamily::kLinear: return {Impl::kLibrary, "cublas_gemm"};
-    case OpFamily::kConv: return {Impl::kLibrary, "cudnn_conv"};
-    case OpFamily::kConvTranspose: return {Impl::kLibrary, "cudnn_conv_transpose"};
-    case OpFamily::kAttention: return {Impl::kLibrary, "cublas_attention"};
+    case OpFamily::kLinear: return {Impl::kLibrary, Strategy::kCublasGemm};
+    case OpFamily::kConv: return {Impl::kLibrary, Strategy::kCudnnConv};
+    case OpFamily::kConvTranspose: return {Impl::kLibrary, Strategy::kCudnnConvTranspose};
+    case OpFamily::kAttention: return {Impl::kLibrary, Strategy::kCublasAttention};
     case OpFamily::kUnary:
     case OpFamily::kCast:
     case OpFamily::kBinary:
     case OpFamily::kWhere:
     case OpFamily::kCompare:
     case OpFamily::kLogical:
-    case OpFamily::kFull: return {Impl::kGenerated, "elementwise"};
+    case OpFamily::kFull: return {Impl::kGenerated, Strategy::kElementwise};
     case OpFamily::kReduce:
-    case OpFamily::kArgReduce: return {Impl::kGenerated, "reduce"};
-    case OpFamily::kSoftmax: return {Impl::kGenerated, "row_softmax"};
-    case OpFamily::kNorm: return {Impl::kGenerated, "norm_two_pass"};
-    case OpFamily::kScan: return {Impl::kGenerated, "scan"};
+    case OpFamily::kArgReduce: return {Impl::kGenerated, Strategy::kReduce};
+    case OpFamily::kSoftmax: return {Impl::kGenerated, Strategy::kRowSoftmax};
+    case OpFamily::kNorm: return {Impl::kGenerated, Strategy::kNormTwoPass};
+    case OpFamily::kScan: return {Impl::kGenerated, Strategy::kScan};
     case OpFamily::kLoss:
-    case OpFamily::kTripletLoss: return {Impl::kGenerated, "loss"};
+    case OpFamily::kTripletLoss: return {Impl::kGenerated, Strategy::kLoss};
     case OpFamily::kPool:
-    case OpFamily::kAdaptivePool: return {Impl::kGenerated, "pool"};
-    case OpFamily::kEinsum: return {Impl::kGenerated, "einsum_direct"};
+    case OpFamily::kAdaptivePool: return {Impl::kGenerated, Strategy::kPool};
+    case OpFamily::kEinsum: return {Impl::kGenerated, Strategy::kEinsumDirect};
     case OpFamily::kPermute:
     case OpFamily::kExpand:
     case OpFamily::kSlice:
@@ -39,10 +39,10 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
     case OpFamily::kTriangle:
     case OpFamily::kIndex:
     case OpFamily::kUnfold:
-    case OpFamily::kPad: return {Impl::kGenerated, "gather"};
+    case OpFamily::kPad: return {Impl::kGenerated, Strategy::kGather};
   }
   (void)g;
-  return {Impl::kGenerated, "elementwise"};
+  return {Impl::kGenerated, Strategy::kElementwise};
 }
 
 Schedule plan_one_kernel_per_op(const ir::Graph& g, const PlanOptions& options) {
@@ -57,7 +57,7 @@ Schedule plan_one_kernel_per_op(const ir::Graph& g, const PlanOptions& options) 
     k.nodes = {static_cast<int>(n)};
     k.impl = d.impl;
     k.strategy = d.strategy;
-    if (d.impl == Impl::kGenerated) k.knobs["block"] = 256;
+    if (d.impl == Impl::kGenerated) k.knobs[Knob::kBlock] = 256;
     s.kernels.push_back(std::move(k));
   }
   return s;

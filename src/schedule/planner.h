@@ -13,7 +13,7 @@ struct PlanOptions {
 // The strategy (code template) the first planner gives a node, and whether it is a library call.
 struct DefaultStrategy {
   Impl impl;
-  const char* strategy;
+  Strategy strategy;
 };
 DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node);
 

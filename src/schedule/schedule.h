@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "base/status.h"
 #include "ir/graph.h"
+#include "schedule/catalogue.h"
 
 namespace kforge::schedule {
 
@@ -25,10 +26,10 @@ struct Kernel {
   std::string name;        // "k3_conv": unique, a C identifier
   std::vector<int> nodes;  // graph node indices in execution order; the last one's output is the result
   Impl impl = Impl::kGenerated;
-  std::string strategy;                  // the code template: "elementwise", "cublas_gemm", "cudnn_conv", ...
-  std::map<std::string, int64_t> knobs;  // template parameters: "block", "vector", ...
+  Strategy strategy = Strategy::kElementwise;  // the code template (strategies.def)
+  std::map<Knob, int64_t> knobs;               // template parameters that are set (knobs.def)
 
-  int64_t knob(const std::string& key, int64_t fallback) const {
+  int64_t knob(Knob key, int64_t fallback) const {
     auto it = knobs.find(key);
     return it == knobs.end() ? fallback : it->second;
   }

@@ -1,5 +1,10 @@
 // Schedule <-> JSON (`kforge.schedule/1`), so plans can be saved, inspected and replayed.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "base/files.h"
+#include "schedule/planner.h"
 #include "schedule/schedule.h"
 
 namespace kforge::schedule {
@@ -17,12 +22,16 @@ OrderedJson schedule_to_json(const ir::Graph& g, const Schedule& s) {
     OrderedJson jk;
     jk["name"] = k.name;
     jk["impl"] = impl_name(k.impl);
-    jk["strategy"] = k.strategy;
+    jk["strategy"] = strategy_name(k.strategy);
     OrderedJson nodes = OrderedJson::array();
     for (int n : k.nodes) nodes.push_back(g.value(g.nodes()[static_cast<size_t>(n)].output).id);
     jk["nodes"] = nodes;
     OrderedJson knobs = OrderedJson::object();
-    for (const auto& [key, v] : k.knobs) knobs[key] = v;
+    // By name, so the file reads the same whatever the registry's order.
+    std::vector<std::pair<std::string_view, int64_t>> by_name;
+    for (const auto& [key, v] : k.knobs) by_name.emplace_back(knob_name(key), v);
+    std::sort(by_name.begin(), by_name.end());
+    for (const auto& [key, v] : by_name) knobs[std::string(key)] = v;
     jk["knobs"] = knobs;
     j["kernels"].push_back(jk);
   }
@@ -66,7 +75,6 @@ StatusOr<Schedule> schedule_from_json_fields(const ir::Graph& g, const Json& j, 
     } else {
       return invalid_argument(what + ": kernel " + k.name + " has unknown impl '" + impl + "'");
     }
-    k.strategy = jk.value("strategy", "");
     const Json nodes = jk.value("nodes", Json::array());
     for (const auto& jn : nodes) {
       if (!jn.is_string()) return invalid_argument(what + ": kernel " + k.name + ": nodes are value ids");
@@ -77,11 +85,27 @@ StatusOr<Schedule> schedule_from_json_fields(const ir::Graph& g, const Json& j, 
       }
       k.nodes.push_back(g.value(v).owner);
     }
+    if (jk.contains("strategy")) {
+      const std::string name = jk["strategy"].get<std::string>();
+      auto strategy = strategy_named(name);
+      if (!strategy) {
+        return invalid_argument(what + ": kernel " + k.name + " has unknown strategy '" + name +
+                                "' (known: " + strategy_names() + ")");
+      }
+      k.strategy = *strategy;
+    } else if (!k.nodes.empty()) {
+      k.strategy = default_strategy(g, g.nodes()[static_cast<size_t>(k.nodes.back())]).strategy;
+    }
     const Json knobs = jk.value("knobs", Json::object());
     for (const auto& [key, v] : knobs.items()) {
+      auto knob = knob_named(key);
+      if (!knob) {
+        return invalid_argument(what + ": kernel " + k.name + " has unknown knob '" + key +
+                                "' (known: " + knob_names() + ")");
+      }
       if (!v.is_number_integer())
         return invalid_argument(what + ": kernel " + k.name + ": knob " + key + " must be an int");
-      k.knobs[key] = v.get<int64_t>();
+      k.knobs[*knob] = v.get<int64_t>();
     }
     s.kernels.push_back(std::move(k));
   }

@@ -8,7 +8,8 @@ namespace {
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k) {
   if (k < 0 || k >= static_cast<int>(s.kernels.size())) return "no such kernel";
   const auto& kernel = s.kernels[static_cast<size_t>(k)];
-  if (kernel.impl != schedule::Impl::kGenerated || kernel.strategy != "norm_two_pass" || kernel.nodes.size() != 1)
+  if (kernel.impl != schedule::Impl::kGenerated || kernel.strategy != schedule::Strategy::kNormTwoPass ||
+      kernel.nodes.size() != 1)
     return "the kernel must be a generated norm kernel of one node";
   const ir::Node& node = g.nodes()[static_cast<size_t>(kernel.nodes[0])];
   if (node.op != ir::OpId::kBatchNorm) return "the kernel's node is not a batch_norm";
@@ -39,8 +40,8 @@ StatusOr<schedule::Schedule> batch_norm_inference(const ir::Graph& g, const sche
     return invalid_argument("batch_norm_inference: " + why);
   schedule::Schedule out = s;
   auto& k = out.kernels[static_cast<size_t>(site.kernels[0])];
-  k.strategy = "elementwise";
-  k.knobs = {{"block", k.knob("block", 256)}};
+  k.strategy = schedule::Strategy::kElementwise;
+  k.knobs = {{schedule::Knob::kBlock, k.knob(schedule::Knob::kBlock, 256)}};
   out.applied.push_back("batch_norm_inference: " + site.what);
   return out;
 }

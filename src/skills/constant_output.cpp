@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "skills/value_range.h"
+#include "ir/value_range.h"
 
 namespace kforge::skills {
 
@@ -16,7 +16,7 @@ namespace {
 struct FillPlan {
   int kernel = -1;
   std::vector<int> absorbed;  // ascending
-  ValueRange range;
+  ir::ValueRange range;
 };
 
 std::vector<int> kernel_of_nodes(const ir::Graph& g, const schedule::Schedule& s) {
@@ -50,8 +50,8 @@ std::vector<bool> upstream_of(const ir::Graph& g, int root) {
 }
 
 // Why output #o cannot become a fill ("" when it can; then `plan` says how).
-std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int64_t o, const std::vector<ValueRange>& ranges,
-                    FillPlan& plan) {
+std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int64_t o,
+                    const std::vector<ir::ValueRange>& ranges, FillPlan& plan) {
   if (o < 0 || o >= static_cast<int64_t>(g.outputs().size())) return "the graph has no output #" + std::to_string(o);
   const ir::ValueIndex v = g.outputs()[static_cast<size_t>(o)];
   const std::string id = "output '" + g.value(v).id + "'";
@@ -65,7 +65,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int64_t o, 
   if (plan.kernel < 0) return id + " is made by a node in no kernel";
   const schedule::Kernel& k = s.kernels[static_cast<size_t>(plan.kernel)];
   if (k.root() != root) return id + " is made inside kernel " + k.name + ", not as its result";
-  if (k.strategy == kConstantFillStrategy) return id + " is a constant fill already";
+  if (k.strategy == schedule::Strategy::kConstantFill) return id + " is a constant fill already";
 
   // Kernels from last to first: one stays when it is not upstream of the output or a kernel that
   // stays (or another graph output) needs one of its results; a kernel that stays needs its inputs.
@@ -116,7 +116,7 @@ std::string describe_site(const ir::Graph& g, const schedule::Schedule& s, int64
 
 std::vector<Site> constant_output_sites(const ir::Graph& g, const schedule::Schedule& s) {
   std::vector<Site> out;
-  const std::vector<ValueRange> ranges = value_ranges(g);
+  const std::vector<ir::ValueRange> ranges = ir::value_ranges(g);
   for (int64_t o = 0; o < static_cast<int64_t>(g.outputs().size()); ++o) {
     FillPlan plan;
     if (!illegal(g, s, o, ranges, plan).empty()) continue;
@@ -134,7 +134,7 @@ StatusOr<schedule::Schedule> constant_output(const ir::Graph& g, const schedule:
   auto it = site.params.find("output");
   if (it == site.params.end()) return invalid_argument("constant_output takes a site with params[\"output\"]");
   FillPlan plan;
-  if (std::string why = illegal(g, s, it->second, value_ranges(g), plan); !why.empty())
+  if (std::string why = illegal(g, s, it->second, ir::value_ranges(g), plan); !why.empty())
     return invalid_argument("constant_output: " + why);
   std::vector<int> expected = {plan.kernel};
   expected.insert(expected.end(), plan.absorbed.begin(), plan.absorbed.end());
@@ -157,8 +157,8 @@ StatusOr<schedule::Schedule> constant_output(const ir::Graph& g, const schedule:
   std::sort(fill.nodes.begin(), fill.nodes.end());
   fill.nodes.push_back(root);
   fill.impl = schedule::Impl::kGenerated;
-  fill.strategy = kConstantFillStrategy;
-  fill.knobs["block"] = kept.knob("block", 256);
+  fill.strategy = schedule::Strategy::kConstantFill;
+  fill.knobs[schedule::Knob::kBlock] = kept.knob(schedule::Knob::kBlock, 256);
 
   // Absorbed kernels all run before the output's kernel (they make values it depends on), so the
   // fill takes the output kernel's place and the order stays valid.

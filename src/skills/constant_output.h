@@ -1,4 +1,4 @@
-// constant_output: a graph output that the value ranges (value_range.h) prove constant is written as
+// constant_output: a graph output that the value ranges (ir/value_range.h) prove constant is written as
 // a fill of that constant, and the kernels that only fed it no longer run.
 //
 // What it assumes: the ranges bound every element that is not NaN, so the rewrite is exact for
@@ -11,9 +11,8 @@
 
 namespace kforge::skills {
 
-// The strategy of a kernel that fills its root's output with the constant its range proves. Its
+// A kernel of strategy constant_fill fills its root's output with the constant its range proves. Its
 // other nodes (the dead producers it absorbed) are not computed; codegen proves the constant again.
-constexpr const char* kConstantFillStrategy = "constant_fill";
 
 // Legal when: a graph output has a point range (float32 or float64); the node making it is the root
 // of its kernel, which is not a constant fill already; and no value made by that kernel's other

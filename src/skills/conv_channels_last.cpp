@@ -16,7 +16,7 @@ double prod_from(const ir::Shape& s, size_t from) {
 // Why kernel k cannot run its convolution channels-last ("" when it can and it pays).
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
   if (std::string why = another_conv_engine_illegal(g, s, k); !why.empty()) return why;
-  if (k.knob("channels_last", 0) != 0) return "already channels-last";
+  if (k.knob(schedule::Knob::kChannelsLast, 0) != 0) return "already channels-last";
   const ir::Node& conv = g.nodes()[static_cast<size_t>(k.nodes.front())];
   const bool transpose = ir::op_info(conv.op).family == ir::OpFamily::kConvTranspose;
   const ir::TensorType& x = g.type(conv.inputs[0]);
@@ -61,7 +61,7 @@ std::vector<Site> conv_channels_last_sites(const ir::Graph& g, const schedule::S
 }
 
 StatusOr<schedule::Schedule> conv_channels_last(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  return set_kernel_knob(g, s, site, illegal, "conv_channels_last", "channels_last", 1);
+  return set_kernel_knob(g, s, site, illegal, "conv_channels_last", schedule::Knob::kChannelsLast, 1);
 }
 
 }  // namespace kforge::skills

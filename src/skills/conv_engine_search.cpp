@@ -10,7 +10,7 @@ namespace {
 // Why kernel k cannot search its convolution's engine ("" when it can).
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
   if (std::string why = another_conv_engine_illegal(g, s, k); !why.empty()) return why;
-  if (k.knob("engine_search", 0) != 0) return "already searching";
+  if (k.knob(schedule::Knob::kEngineSearch, 0) != 0) return "already searching";
   const ir::Node& conv = g.nodes()[static_cast<size_t>(k.nodes.front())];
   const auto family = ir::op_info(conv.op).family;
   const ir::TensorType& x = g.type(conv.inputs[0]);
@@ -32,7 +32,7 @@ std::vector<Site> conv_engine_search_sites(const ir::Graph& g, const schedule::S
 }
 
 StatusOr<schedule::Schedule> conv_engine_search(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  return set_kernel_knob(g, s, site, illegal, "conv_engine_search", "engine_search", kConvEnginesTimed);
+  return set_kernel_knob(g, s, site, illegal, "conv_engine_search", schedule::Knob::kEngineSearch, kConvEnginesTimed);
 }
 
 }  // namespace kforge::skills

@@ -7,15 +7,6 @@ namespace kforge::skills {
 
 namespace {
 
-bool is_conv_node(const ir::Graph& g, int n) {
-  const auto family = ir::op_info(g.nodes()[static_cast<size_t>(n)].op).family;
-  return family == ir::OpFamily::kConv || family == ir::OpFamily::kConvTranspose;
-}
-
-bool is_conv_library_kernel(const schedule::Kernel& k) {
-  return k.impl == schedule::Impl::kLibrary && (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose");
-}
-
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
   return epilogue_illegal(
       g, s, producer, consumer,
@@ -26,10 +17,6 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
 }
 
 }  // namespace
-
-bool is_conv_epilogue(const ir::Graph& g, const schedule::Kernel& k) {
-  return is_conv_library_kernel(k) && k.nodes.size() > 1 && is_conv_node(g, k.nodes[0]) && tail_is_pointwise(g, k);
-}
 
 std::vector<Site> conv_epilogue_sites(const ir::Graph& g, const schedule::Schedule& s) {
   return epilogue_sites(g, s, illegal);

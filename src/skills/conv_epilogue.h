@@ -5,13 +5,14 @@
 // Inductor does the same: cuDNN without bias, then one fused pointwise kernel).
 #pragma once
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
 
-// True for a kernel this skill made: a cuDNN conv (or conv_transpose) kernel whose first node is
-// the convolution and whose other nodes are its elementwise epilogue.
-bool is_conv_epilogue(const ir::Graph& g, const schedule::Kernel& k);
+using kernels::is_conv_epilogue;
+using kernels::is_conv_library_kernel;
+using kernels::is_conv_node;
 
 // Legal when: the producer is a cuDNN conv or conv_transpose kernel of the convolution alone; the
 // consumer is a generated elementwise chain whose result has the convolution's shape and dtype;

@@ -19,8 +19,8 @@ int64_t prod_from(const ir::Shape& s, size_t from) {
 // Why kernel k cannot run its convolution as kforge's implicit GEMM ("" when it can).
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
   if (std::string why = another_conv_engine_illegal(g, s, k); !why.empty()) return why;
-  if (k.knob("channels_last", 0) != 0) return "already on cuDNN's channels-last path";
-  if (k.knob("engine_search", 0) != 0) return "already searching cuDNN's engines";
+  if (k.knob(schedule::Knob::kChannelsLast, 0) != 0) return "already on cuDNN's channels-last path";
+  if (k.knob(schedule::Knob::kEngineSearch, 0) != 0) return "already searching cuDNN's engines";
   const ir::Node& conv = g.nodes()[static_cast<size_t>(k.nodes.front())];
   if (ir::op_info(conv.op).family != ir::OpFamily::kConv) return "a transposed convolution";
   if (k.nodes.size() > 1 && !is_conv_epilogue(g, k)) return "more than an elementwise chain after the convolution";
@@ -46,23 +46,6 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, const sched
 
 }  // namespace
 
-std::string implicit_gemm_shape_illegal(const ImplicitGemmShape& s) {
-  const int64_t reduction = s.cin * s.kh * s.kw;
-  if (reduction > kImplicitGemmMaxReduction)
-    return "the reduction C_in * kh * kw = " + std::to_string(reduction) + " exceeds " +
-           std::to_string(kImplicitGemmMaxReduction) + " (cuDNN's engines win where the convolution is compute-bound)";
-  if (s.cout % 8 != 0 || s.cout > kImplicitGemmMaxChannels)
-    return "C_out = " + std::to_string(s.cout) + " is not a multiple of 8 up to " +
-           std::to_string(kImplicitGemmMaxChannels);
-  if (s.in_plane > INT32_MAX || s.out_plane > INT32_MAX)
-    return "an input or output plane of 2^31 elements or more (the kernel's coordinates are 32-bit)";
-  const int64_t smem = implicit_gemm_smem_bytes(s.cin, s.cout, s.kh, s.kw, s.stride_w, s.dilation_w);
-  if (smem > kImplicitGemmMaxSmem)
-    return "its tile would take " + std::to_string(smem) + " bytes of shared memory (at most " +
-           std::to_string(kImplicitGemmMaxSmem) + ")";
-  return "";
-}
-
 std::vector<Site> conv_implicit_gemm_sites(const ir::Graph& g, const schedule::Schedule& s) {
   return kernel_sites(g, s, illegal, [](const std::string& kernel) {
     return "run " + kernel + "'s convolution as an implicit GEMM on TF32 tensor cores, its chain in the stores";
@@ -70,7 +53,7 @@ std::vector<Site> conv_implicit_gemm_sites(const ir::Graph& g, const schedule::S
 }
 
 StatusOr<schedule::Schedule> conv_implicit_gemm(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
-  return set_kernel_knob(g, s, site, illegal, "conv_implicit_gemm", "implicit_gemm", 1);
+  return set_kernel_knob(g, s, site, illegal, "conv_implicit_gemm", schedule::Knob::kImplicitGemm, 1);
 }
 
 }  // namespace kforge::skills

@@ -8,7 +8,7 @@ namespace kforge::skills {
 namespace {
 
 std::string illegal(const ir::Graph& g, const schedule::Kernel& k) {
-  if (k.impl != schedule::Impl::kGenerated || k.strategy != "einsum_direct" || k.nodes.size() != 1)
+  if (k.impl != schedule::Impl::kGenerated || k.strategy != schedule::Strategy::kEinsumDirect || k.nodes.size() != 1)
     return "not a generated einsum kernel of one node";
   const ir::Node& node = g.nodes()[static_cast<size_t>(k.nodes[0])];
   if (ir::op_info(node.op).family != ir::OpFamily::kEinsum || node.inputs.size() != 2) return "not a 2-operand einsum";
@@ -37,7 +37,7 @@ StatusOr<schedule::Schedule> einsum_gemm(const ir::Graph& g, const schedule::Sch
   KF_ASSIGN_OR_RETURN(const size_t k, site_kernel(g, s, site, kernel_rule, "einsum_gemm"));
   schedule::Schedule out = s;
   out.kernels[k].impl = schedule::Impl::kLibrary;
-  out.kernels[k].strategy = "cublas_gemm";
+  out.kernels[k].strategy = schedule::Strategy::kCublasGemm;
   out.applied.push_back("einsum_gemm: " + site.what);
   return out;
 }

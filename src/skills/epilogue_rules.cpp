@@ -17,10 +17,6 @@ bool all_pointwise(const ir::Graph& g, std::vector<int>::const_iterator begin, s
 
 }  // namespace
 
-bool tail_is_pointwise(const ir::Graph& g, const schedule::Kernel& k) {
-  return !k.nodes.empty() && all_pointwise(g, k.nodes.begin() + 1, k.nodes.end());
-}
-
 std::string epilogue_illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer,
                              bool (*producer_ok)(const ir::Graph&, const schedule::Kernel&),
                              const char* producer_kind) {
@@ -58,7 +54,8 @@ schedule::Schedule merge_epilogue(const schedule::Schedule& s, const Site& site,
   schedule::Kernel merged = s.kernels[static_cast<size_t>(p)];
   const auto& chain = s.kernels[static_cast<size_t>(c)];
   merged.nodes.insert(merged.nodes.end(), chain.nodes.begin(), chain.nodes.end());
-  if (chain.knobs.count("block")) merged.knobs["block"] = chain.knobs.at("block");
+  if (chain.knobs.count(schedule::Knob::kBlock))
+    merged.knobs[schedule::Knob::kBlock] = chain.knobs.at(schedule::Knob::kBlock);
   out.kernels[static_cast<size_t>(c)] = std::move(merged);
   out.kernels.erase(out.kernels.begin() + p);
   out.applied.push_back(skill + ": " + site.what);

@@ -4,9 +4,12 @@
 
 #include <string>
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
+
+using kernels::tail_is_pointwise;
 
 // Why the chain kernel `consumer` cannot become the epilogue of the library kernel `producer` (""
 // when it can): `producer_ok` says whether the producer is of the skill's kind (`producer_kind`
@@ -23,8 +26,5 @@ std::vector<Site> epilogue_sites(const ir::Graph& g, const schedule::Schedule& s
 // The producer kernel (its library call, strategy and knobs) with the chain's nodes after its own,
 // at the chain's place; the chain's block size kept. Legality is the caller's.
 schedule::Schedule merge_epilogue(const schedule::Schedule& s, const Site& site, const std::string& skill);
-
-// True when every node of `k` after the first is pointwise (ir::is_pointwise).
-bool tail_is_pointwise(const ir::Graph& g, const schedule::Kernel& k);
 
 }  // namespace kforge::skills

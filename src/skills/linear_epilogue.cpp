@@ -7,11 +7,6 @@ namespace kforge::skills {
 
 namespace {
 
-bool is_linear_kernel(const ir::Graph& g, const schedule::Kernel& k) {
-  return k.impl == schedule::Impl::kLibrary && k.strategy == "cublas_gemm" && !k.nodes.empty() &&
-         g.nodes()[static_cast<size_t>(k.nodes[0])].op == ir::OpId::kLinear;
-}
-
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
   return epilogue_illegal(
       g, s, producer, consumer,
@@ -20,10 +15,6 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
 }
 
 }  // namespace
-
-bool is_linear_epilogue(const ir::Graph& g, const schedule::Kernel& k) {
-  return is_linear_kernel(g, k) && k.nodes.size() > 1 && tail_is_pointwise(g, k);
-}
 
 std::vector<Site> linear_epilogue_sites(const ir::Graph& g, const schedule::Schedule& s) {
   return epilogue_sites(g, s, illegal);

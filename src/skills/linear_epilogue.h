@@ -4,12 +4,13 @@
 // write) for the GEMM to accumulate onto (a read), and the chain was its own pass.
 #pragma once
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
 
-// True for a kernel this skill made: a cuBLAS linear kernel followed by its pointwise epilogue.
-bool is_linear_epilogue(const ir::Graph& g, const schedule::Kernel& k);
+using kernels::is_linear_epilogue;
+using kernels::is_linear_kernel;
 
 // Legal when: the producer is a cuBLAS kernel of one linear node; the consumer is a generated
 // pointwise chain whose result has the linear's shape and dtype; nothing else reads the linear's

@@ -5,22 +5,12 @@ namespace kforge::skills {
 
 namespace {
 
-bool is_elementwise_loss_kernel(const ir::Graph& g, const schedule::Kernel& k) {
-  const ir::Node& root = g.nodes()[static_cast<size_t>(k.root())];
-  return k.impl == schedule::Impl::kGenerated && k.strategy == "loss" &&
-         ir::op_info(root.op).family == ir::OpFamily::kLoss && root.op != ir::OpId::kCrossEntropy;
-}
-
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
   return prologue_illegal(g, s, producer, consumer, is_elementwise_loss_kernel,
                           "a loss kernel of one elementwise loss");
 }
 
 }  // namespace
-
-bool is_loss_prologue(const ir::Graph& g, const schedule::Kernel& k) {
-  return is_elementwise_loss_kernel(g, k) && has_pointwise_prologue(g, k);
-}
 
 std::vector<Site> loss_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {
   return pair_sites(g, s, illegal,

@@ -3,13 +3,13 @@
 // loss reads it, and the chain's result is never stored. kl_div(log(p), q) is the case KernelBench has.
 #pragma once
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
 
-// True for a kernel this skill made: a generated loss kernel whose other nodes are the pointwise
-// chain of its prediction operand.
-bool is_loss_prologue(const ir::Graph& g, const schedule::Kernel& k);
+using kernels::is_elementwise_loss_kernel;
+using kernels::is_loss_prologue;
 
 // Legal when: the producer is a generated pointwise chain; the consumer is a generated loss kernel of
 // one elementwise loss (not cross_entropy or triplet_margin_loss) that reads the chain's result as its

@@ -6,13 +6,14 @@
 // GroupNorm then scale).
 #pragma once
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
 
-// True for a kernel this skill made: a generated norm kernel (strategy norm_two_pass) whose first node
-// is the normalization and whose other nodes are its pointwise epilogue.
-bool is_norm_epilogue(const ir::Graph& g, const schedule::Kernel& k);
+using kernels::is_norm_epilogue;
+using kernels::is_norm_kernel;
+using kernels::is_norm_node;
 
 // Legal when: the producer is a generated norm kernel of the normalization alone, float32 in and out;
 // the consumer is a generated pointwise chain whose result has the norm's shape and dtype; the norm's

@@ -10,7 +10,8 @@ namespace kforge::skills {
 namespace {
 
 bool is_cublas(const schedule::Kernel& k) {
-  return k.impl == schedule::Impl::kLibrary && (k.strategy == "cublas_gemm" || k.strategy == "cublas_attention");
+  return k.impl == schedule::Impl::kLibrary &&
+         (k.strategy == schedule::Strategy::kCublasGemm || k.strategy == schedule::Strategy::kCublasAttention);
 }
 
 std::string tolerance_text(double t) {
@@ -29,10 +30,13 @@ Status tolerance_allows_tf32(const schedule::Schedule& s, const char* skill) {
 }  // namespace
 
 std::string another_conv_engine_illegal(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
-  if (k.impl != schedule::Impl::kLibrary || (k.strategy != "cudnn_conv" && k.strategy != "cudnn_conv_transpose"))
+  if (k.impl != schedule::Impl::kLibrary ||
+      (k.strategy != schedule::Strategy::kCudnnConv && k.strategy != schedule::Strategy::kCudnnConvTranspose))
     return "not a cuDNN convolution kernel";
-  if (k.knob("engine", 0) != 0 || k.knob("direct", 0) != 0) return "the knob engine or direct is set";
-  if (k.knob("implicit_gemm", 0) != 0) return "runs kforge's implicit GEMM (conv_implicit_gemm), not cuDNN";
+  if (k.knob(schedule::Knob::kEngine, 0) != 0 || k.knob(schedule::Knob::kDirect, 0) != 0)
+    return "the knob engine or direct is set";
+  if (k.knob(schedule::Knob::kImplicitGemm, 0) != 0)
+    return "runs kforge's implicit GEMM (conv_implicit_gemm), not cuDNN";
   if (s.tolerance < kTf32MinTolerance) return "the tolerance is below what another TF32 engine's rounding needs";
   if (s.precision == "3xtf32") return "precision 3xtf32 asks for exact fp32";
   const auto family = ir::op_info(g.nodes()[static_cast<size_t>(k.nodes.front())].op).family;

@@ -5,20 +5,11 @@ namespace kforge::skills {
 
 namespace {
 
-bool is_reduce_kernel(const ir::Graph& g, const schedule::Kernel& k) {
-  return k.impl == schedule::Impl::kGenerated && k.strategy == "reduce" &&
-         ir::op_info(g.nodes()[static_cast<size_t>(k.root())].op).family == ir::OpFamily::kReduce;
-}
-
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
   return prologue_illegal(g, s, producer, consumer, is_reduce_kernel, "a reduce kernel of one reduction");
 }
 
 }  // namespace
-
-bool is_reduce_prologue(const ir::Graph& g, const schedule::Kernel& k) {
-  return is_reduce_kernel(g, k) && has_pointwise_prologue(g, k);
-}
 
 std::vector<Site> reduce_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {
   return pair_sites(g, s, illegal,

@@ -4,13 +4,13 @@
 // a sum (L1), the clamp of a hinge loss before its mean.
 #pragma once
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
 
-// True for a kernel this skill made: a generated reduce kernel whose last node is the reduction and
-// whose other nodes are its pointwise prologue.
-bool is_reduce_prologue(const ir::Graph& g, const schedule::Kernel& k);
+using kernels::is_reduce_kernel;
+using kernels::is_reduce_prologue;
 
 // Legal when: the producer is a generated pointwise chain; the consumer is a generated reduce kernel
 // of one reduction (family reduce, not argmax/argmin) that reads the chain's result as its input;

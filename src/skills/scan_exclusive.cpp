@@ -23,7 +23,8 @@ int64_t norm_dim(int64_t d, size_t rank) {
 // For the scan kernel `k`: "" and the site when it is the exclusive-scan pattern.
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site* site) {
   const auto& scan_k = s.kernels[static_cast<size_t>(k)];
-  if (scan_k.impl != schedule::Impl::kGenerated || scan_k.strategy != "scan" || scan_k.nodes.size() != 1)
+  if (scan_k.impl != schedule::Impl::kGenerated || scan_k.strategy != schedule::Strategy::kScan ||
+      scan_k.nodes.size() != 1)
     return "not a generated scan kernel of one node";
   const int scan = scan_k.nodes[0];
   const ir::Node& sn = g.nodes()[static_cast<size_t>(scan)];
@@ -69,18 +70,6 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site
 
 }  // namespace
 
-bool is_scan_exclusive(const ir::Graph& g, const schedule::Kernel& k) {
-  if (k.impl != schedule::Impl::kGenerated || k.strategy != "scan" || k.nodes.size() != 4) return false;
-  int slices = 0, fulls = 0, scans = 0;
-  for (int n : k.nodes) {
-    const auto op = g.nodes()[static_cast<size_t>(n)].op;
-    slices += op == ir::OpId::kSlice;
-    fulls += op == ir::OpId::kFull;
-    scans += ir::op_info(op).family == ir::OpFamily::kScan;
-  }
-  return slices == 1 && fulls == 1 && scans == 1 && g.nodes()[static_cast<size_t>(k.nodes.back())].op == ir::OpId::kCat;
-}
-
 std::vector<Site> scan_exclusive_sites(const ir::Graph& g, const schedule::Schedule& s) {
   std::vector<Site> out;
   for (int k = 0; k < static_cast<int>(s.kernels.size()); ++k) {
@@ -93,7 +82,8 @@ std::vector<Site> scan_exclusive_sites(const ir::Graph& g, const schedule::Sched
 StatusOr<schedule::Schedule> scan_exclusive(const ir::Graph& g, const schedule::Schedule& s, const Site& site) {
   int scan_kernel = -1;
   for (int k : site.kernels) {
-    if (k >= 0 && k < static_cast<int>(s.kernels.size()) && s.kernels[static_cast<size_t>(k)].strategy == "scan")
+    if (k >= 0 && k < static_cast<int>(s.kernels.size()) &&
+        s.kernels[static_cast<size_t>(k)].strategy == schedule::Strategy::kScan)
       scan_kernel = k;
   }
   if (site.kernels.size() != 4 || scan_kernel < 0)

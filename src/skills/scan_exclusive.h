@@ -5,12 +5,12 @@
 // and the concatenation are never made. Exact: the same additions in the same order.
 #pragma once
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
 
-// True for a kernel this skill made: a generated scan kernel of the nodes {slice, full, scan, cat}.
-bool is_scan_exclusive(const ir::Graph& g, const schedule::Kernel& k);
+using kernels::is_scan_exclusive;
 
 // Legal when: a generated scan kernel of one cumsum (cumprod) along d reads a slice of x along d from
 // 0 to x's size - 1 with step 1, made by a kernel of its own and read by nothing else; its result is

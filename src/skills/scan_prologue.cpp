@@ -5,20 +5,11 @@ namespace kforge::skills {
 
 namespace {
 
-bool is_scan_kernel(const ir::Graph& g, const schedule::Kernel& k) {
-  return k.impl == schedule::Impl::kGenerated && k.strategy == "scan" &&
-         ir::op_info(g.nodes()[static_cast<size_t>(k.root())].op).family == ir::OpFamily::kScan;
-}
-
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
   return prologue_illegal(g, s, producer, consumer, is_scan_kernel, "a scan kernel of one scan");
 }
 
 }  // namespace
-
-bool is_scan_prologue(const ir::Graph& g, const schedule::Kernel& k) {
-  return is_scan_kernel(g, k) && has_pointwise_prologue(g, k);
-}
 
 std::vector<Site> scan_prologue_sites(const ir::Graph& g, const schedule::Schedule& s) {
   return pair_sites(g, s, illegal,

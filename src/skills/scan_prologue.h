@@ -4,13 +4,13 @@
 // before a cumsum (level1/93), a cast or a scale before a running sum.
 #pragma once
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
 
-// True for a kernel this skill made: a generated scan kernel whose last node is the scan and whose
-// other nodes are its pointwise prologue.
-bool is_scan_prologue(const ir::Graph& g, const schedule::Kernel& k);
+using kernels::is_scan_kernel;
+using kernels::is_scan_prologue;
 
 // Legal when: the producer is a generated pointwise chain; the consumer a generated scan kernel of
 // one scan that reads the chain's result; nothing else reads that result and it is not a graph

@@ -22,7 +22,8 @@ int64_t flipped_dim(const ir::Graph& g, const schedule::Kernel& k) {
 // For the scan kernel `k`: "" and the site when its input is flipped and its result flipped back.
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site* site) {
   const auto& scan_k = s.kernels[static_cast<size_t>(k)];
-  if (scan_k.impl != schedule::Impl::kGenerated || scan_k.strategy != "scan" || scan_k.nodes.size() != 1)
+  if (scan_k.impl != schedule::Impl::kGenerated || scan_k.strategy != schedule::Strategy::kScan ||
+      scan_k.nodes.size() != 1)
     return "not a generated scan kernel of one node";
   const int scan = scan_k.nodes[0];
   const ir::Node& sn = g.nodes()[static_cast<size_t>(scan)];
@@ -51,12 +52,6 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site
 }
 
 }  // namespace
-
-bool is_scan_reverse(const ir::Graph& g, const schedule::Kernel& k) {
-  if (k.impl != schedule::Impl::kGenerated || k.strategy != "scan" || k.nodes.size() != 3) return false;
-  auto op = [&](int i) { return g.nodes()[static_cast<size_t>(k.nodes[static_cast<size_t>(i)])].op; };
-  return op(0) == ir::OpId::kFlip && ir::op_info(op(1)).family == ir::OpFamily::kScan && op(2) == ir::OpId::kFlip;
-}
 
 std::vector<Site> scan_reverse_sites(const ir::Graph& g, const schedule::Schedule& s) {
   std::vector<Site> out;

@@ -4,12 +4,12 @@
 // copies of the whole tensor fewer). Exact: the same additions in the same order.
 #pragma once
 
+#include "kernels/forms.h"
 #include "skills/skill.h"
 
 namespace kforge::skills {
 
-// True for a kernel this skill made: a generated scan kernel of the nodes {flip, scan, flip}.
-bool is_scan_reverse(const ir::Graph& g, const schedule::Kernel& k);
+using kernels::is_scan_reverse;
 
 // Legal when: a generated kernel of one flip over exactly the scan's dim makes the scan's input and
 // nothing else reads it; the scan is a generated scan kernel of one node; its result is read only by a

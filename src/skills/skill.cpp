@@ -2,6 +2,7 @@
 #include "skills/skill.h"
 
 #include <algorithm>
+#include <array>
 
 #include "skills/batch_norm_inference.h"
 #include "skills/constant_output.h"
@@ -23,110 +24,117 @@
 
 namespace kforge::skills {
 
+namespace {
+
+constexpr auto kCatalogue = std::to_array<Skill>({
+    // Graph rewrites that hold for every input come first: they remove kernels the others would tune.
+    {"constant_output",
+     "writes a graph output that value ranges prove constant (e.g. clamp(min(x, 0), 0, 1) = 0) as a fill of "
+     "that constant and drops the kernels that only fed it; exact for every input whose reference output has "
+     "no NaN (a NaN input, or inf - inf upstream, would give NaN there and the constant here); costs nothing",
+     constant_output_sites, constant_output},
+    {"batch_norm_inference",
+     "makes a batch_norm with running statistics (eval mode) a per-channel affine map in a pointwise kernel, "
+     "so the fusion skills can join it to its neighbours; costs nothing (the same math as torch's inference "
+     "transform)",
+     batch_norm_inference_sites, batch_norm_inference},
+    {"fuse_elementwise",
+     "joins a producer chain of elementwise ops to its consumer chain when the producer's result has the "
+     "consumer's shape and no one else reads it; saves one write and one read of that tensor and a launch; "
+     "costs nothing (registers)",
+     fuse_elementwise_sites, fuse_elementwise},
+    {"conv_epilogue",
+     "makes the elementwise chain after a cuDNN convolution its epilogue: the convolution writes into the "
+     "chain's output and one generated pass adds the bias and computes the chain in place; saves one read and "
+     "one write of the output and a launch (the bias was its own pass); costs nothing",
+     conv_epilogue_sites, conv_epilogue},
+    {"linear_epilogue",
+     "makes the elementwise chain after a cuBLAS linear its epilogue: the GEMM writes x W^T into the chain's "
+     "output and one generated pass adds the bias and computes the chain in place; saves the bias broadcast "
+     "(a write of the output) and the GEMM's read of it (beta = 1); rounds the bias add separately",
+     linear_epilogue_sites, linear_epilogue},
+    {"norm_epilogue",
+     "makes the elementwise chain after a normalization with batch statistics (batch, instance, group, layer "
+     "norm) part of its apply pass: each normalized value goes through the chain before its one store; saves "
+     "one read and one write of the norm's result and a launch; costs nothing (registers)",
+     norm_epilogue_sites, norm_epilogue},
+    {"reduce_prologue",
+     "computes a pointwise chain whose only reader is a reduction inside the reduction's kernel, where the "
+     "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "
+     "stored; saves a write and a read of it and a launch; the reduction keeps its 16-byte loads when the "
+     "chain reads one or two full-shape float tensors, and loses them otherwise",
+     reduce_prologue_sites, reduce_prologue},
+    {"loss_prologue",
+     "computes a pointwise chain whose only reader is the prediction of an elementwise loss (log before a "
+     "kl_div) inside the loss's kernel, where the loss reads each prediction: the chain's result is never "
+     "stored; saves a write and a read of it and a launch; the loss keeps its 16-byte loads when the chain "
+     "reads one full-shape float tensor",
+     loss_prologue_sites, loss_prologue},
+    {"scan_prologue",
+     "computes a pointwise chain whose only reader is a scan (cumsum, cumprod) inside the scan's kernel, where "
+     "the scan loads each element (x * mask before a cumsum): the chain's result is never stored; saves a write "
+     "and a read of it and a launch; costs the row scans their vectorized block loads (coalesced evaluations "
+     "exchanged through shared memory instead)",
+     scan_prologue_sites, scan_prologue},
+    {"scan_reverse",
+     "makes flip(cumsum(flip(x))) along the scan's dim (a reverse cumulative sum or product) one scan kernel "
+     "that walks the dim from its end, reading x and writing at mirrored indices; exact (the same additions in "
+     "the same order); saves two full copies (the flips) and two launches",
+     scan_reverse_sites, scan_reverse},
+    {"scan_exclusive",
+     "makes cat([identity of size 1, cumsum(slice(x, 0 .. L - 2))]) along one dim (an exclusive cumulative sum or "
+     "product) one scan kernel that reads x in place and writes the running result one position on, the "
+     "identity at position 0; exact; saves the slice's and the scan's copies, the concatenation and three "
+     "launches",
+     scan_exclusive_sites, scan_exclusive},
+    {"einsum_gemm",
+     "runs an einsum that is one (batched) GEMM on its operands as stored (e.g. bijl,lk->bijk) as a cuBLAS GEMM "
+     "instead of kforge's generated tiled contraction, its views and transposes folded into the GEMM's "
+     "dimensions; exact (fp32 compute); then eligible for tf32_contractions; costs nothing",
+     einsum_gemm_sites, einsum_gemm},
+    {"tf32_contractions",
+     "runs float32 cuBLAS GEMMs and attention on TF32 tensor cores (fp32 accumulate) when the protocol's "
+     "tolerance is at least 1e-3; about 5-8x the fp32 rate on an H200; costs ~5e-4 relative error per product",
+     tf32_contractions_sites, tf32_contractions},
+    {"conv_implicit_gemm",
+     "runs a float32 2-d convolution whose reduction C_in * kh * kw is at most 160 (C_out a multiple of 8 up to "
+     "64) as kforge's own implicit GEMM on TF32 tensor cores: the NCHW input read once, the weights held in "
+     "shared memory, the NCHW result written once with the bias and the conv_epilogue chain; such a "
+     "convolution is bound by the write of its result, which cuDNN's paths make two or three passes; costs "
+     "TF32's rounding (tolerance >= 1e-3, as cuDNN's own TF32 engines)",
+     conv_implicit_gemm_sites, conv_implicit_gemm},
+    {"conv_channels_last",
+     "runs a float32 cuDNN convolution (1-3 spatial dims) on channels-last copies of its input and weight "
+     "(torch.compile's layout for convs) and brings the result back to NCHW in one tiled pass that also adds "
+     "the bias and computes the conv_epilogue chain; cuDNN's channels-last engines ran 1.3-2.1x faster on an "
+     "H200; costs the transposes (applied where the conv has at least 40 FLOPs per byte they add) and another "
+     "TF32 engine's rounding (tolerance >= 1e-3)",
+     conv_channels_last_sites, conv_channels_last},
+    {"conv_reduce_epilogue",
+     "computes what reads a channels-last convolution's result in the pass over cuDNN's channels-last rows "
+     "(each position's channels contiguous) instead of the transpose back to NCHW: a softmax, log_softmax or "
+     "sum/mean/amax/amin over the channels (up to 352), a reduction over every spatial dim (global average "
+     "pool), an instance or group norm (statistics from the rows, the normalization in the transpose back), "
+     "or a 2-d pool of non-overlapping windows; then the elementwise chain after it; saves a full write and "
+     "read of the convolution's result and a launch or two; costs nothing",
+     conv_reduce_epilogue_sites, conv_reduce_epilogue},
+    {"conv_engine_search",
+     "times several cuDNN engines (torch's candidates, in its order) on a convolution's first call and keeps "
+     "the fastest, as torch.backends.cudnn.benchmark does (torch's default runs the first that works); costs "
+     "the first call three runs of each engine and another engine's rounding (tolerance >= 1e-3)",
+     conv_engine_search_sites, conv_engine_search},
+});
+static_assert(kCatalogue.size() == kNumSkills, "skills::kNumSkills must count the catalogue");
+
+}  // namespace
+
 const std::vector<Skill>& all_skills() {
-  static const std::vector<Skill> skills = {
-      // Graph rewrites that hold for every input come first: they remove kernels the others would tune.
-      {"constant_output",
-       "writes a graph output that value ranges prove constant (e.g. clamp(min(x, 0), 0, 1) = 0) as a fill of "
-       "that constant and drops the kernels that only fed it; exact for every input whose reference output has "
-       "no NaN (a NaN input, or inf - inf upstream, would give NaN there and the constant here); costs nothing",
-       constant_output_sites, constant_output},
-      {"batch_norm_inference",
-       "makes a batch_norm with running statistics (eval mode) a per-channel affine map in a pointwise kernel, "
-       "so the fusion skills can join it to its neighbours; costs nothing (the same math as torch's inference "
-       "transform)",
-       batch_norm_inference_sites, batch_norm_inference},
-      {"fuse_elementwise",
-       "joins a producer chain of elementwise ops to its consumer chain when the producer's result has the "
-       "consumer's shape and no one else reads it; saves one write and one read of that tensor and a launch; "
-       "costs nothing (registers)",
-       fuse_elementwise_sites, fuse_elementwise},
-      {"conv_epilogue",
-       "makes the elementwise chain after a cuDNN convolution its epilogue: the convolution writes into the "
-       "chain's output and one generated pass adds the bias and computes the chain in place; saves one read and "
-       "one write of the output and a launch (the bias was its own pass); costs nothing",
-       conv_epilogue_sites, conv_epilogue},
-      {"linear_epilogue",
-       "makes the elementwise chain after a cuBLAS linear its epilogue: the GEMM writes x W^T into the chain's "
-       "output and one generated pass adds the bias and computes the chain in place; saves the bias broadcast "
-       "(a write of the output) and the GEMM's read of it (beta = 1); rounds the bias add separately",
-       linear_epilogue_sites, linear_epilogue},
-      {"norm_epilogue",
-       "makes the elementwise chain after a normalization with batch statistics (batch, instance, group, layer "
-       "norm) part of its apply pass: each normalized value goes through the chain before its one store; saves "
-       "one read and one write of the norm's result and a launch; costs nothing (registers)",
-       norm_epilogue_sites, norm_epilogue},
-      {"reduce_prologue",
-       "computes a pointwise chain whose only reader is a reduction inside the reduction's kernel, where the "
-       "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "
-       "stored; saves a write and a read of it and a launch; the reduction keeps its 16-byte loads when the "
-       "chain reads one or two full-shape float tensors, and loses them otherwise",
-       reduce_prologue_sites, reduce_prologue},
-      {"loss_prologue",
-       "computes a pointwise chain whose only reader is the prediction of an elementwise loss (log before a "
-       "kl_div) inside the loss's kernel, where the loss reads each prediction: the chain's result is never "
-       "stored; saves a write and a read of it and a launch; the loss keeps its 16-byte loads when the chain "
-       "reads one full-shape float tensor",
-       loss_prologue_sites, loss_prologue},
-      {"scan_prologue",
-       "computes a pointwise chain whose only reader is a scan (cumsum, cumprod) inside the scan's kernel, where "
-       "the scan loads each element (x * mask before a cumsum): the chain's result is never stored; saves a write "
-       "and a read of it and a launch; costs the row scans their vectorized block loads (coalesced evaluations "
-       "exchanged through shared memory instead)",
-       scan_prologue_sites, scan_prologue},
-      {"scan_reverse",
-       "makes flip(cumsum(flip(x))) along the scan's dim (a reverse cumulative sum or product) one scan kernel "
-       "that walks the dim from its end, reading x and writing at mirrored indices; exact (the same additions in "
-       "the same order); saves two full copies (the flips) and two launches",
-       scan_reverse_sites, scan_reverse},
-      {"scan_exclusive",
-       "makes cat([identity of size 1, cumsum(slice(x, 0 .. L - 2))]) along one dim (an exclusive cumulative sum or "
-       "product) one scan kernel that reads x in place and writes the running result one position on, the "
-       "identity at position 0; exact; saves the slice's and the scan's copies, the concatenation and three "
-       "launches",
-       scan_exclusive_sites, scan_exclusive},
-      {"einsum_gemm",
-       "runs an einsum that is one (batched) GEMM on its operands as stored (e.g. bijl,lk->bijk) as a cuBLAS GEMM "
-       "instead of kforge's generated tiled contraction, its views and transposes folded into the GEMM's "
-       "dimensions; exact (fp32 compute); then eligible for tf32_contractions; costs nothing",
-       einsum_gemm_sites, einsum_gemm},
-      {"tf32_contractions",
-       "runs float32 cuBLAS GEMMs and attention on TF32 tensor cores (fp32 accumulate) when the protocol's "
-       "tolerance is at least 1e-3; about 5-8x the fp32 rate on an H200; costs ~5e-4 relative error per product",
-       tf32_contractions_sites, tf32_contractions},
-      {"conv_implicit_gemm",
-       "runs a float32 2-d convolution whose reduction C_in * kh * kw is at most 160 (C_out a multiple of 8 up to "
-       "64) as kforge's own implicit GEMM on TF32 tensor cores: the NCHW input read once, the weights held in "
-       "shared memory, the NCHW result written once with the bias and the conv_epilogue chain; such a "
-       "convolution is bound by the write of its result, which cuDNN's paths make two or three passes; costs "
-       "TF32's rounding (tolerance >= 1e-3, as cuDNN's own TF32 engines)",
-       conv_implicit_gemm_sites, conv_implicit_gemm},
-      {"conv_channels_last",
-       "runs a float32 cuDNN convolution (1-3 spatial dims) on channels-last copies of its input and weight "
-       "(torch.compile's layout for convs) and brings the result back to NCHW in one tiled pass that also adds "
-       "the bias and computes the conv_epilogue chain; cuDNN's channels-last engines ran 1.3-2.1x faster on an "
-       "H200; costs the transposes (applied where the conv has at least 40 FLOPs per byte they add) and another "
-       "TF32 engine's rounding (tolerance >= 1e-3)",
-       conv_channels_last_sites, conv_channels_last},
-      {"conv_reduce_epilogue",
-       "computes what reads a channels-last convolution's result in the pass over cuDNN's channels-last rows "
-       "(each position's channels contiguous) instead of the transpose back to NCHW: a softmax, log_softmax or "
-       "sum/mean/amax/amin over the channels (up to 352), a reduction over every spatial dim (global average "
-       "pool), an instance or group norm (statistics from the rows, the normalization in the transpose back), "
-       "or a 2-d pool of non-overlapping windows; then the elementwise chain after it; saves a full write and "
-       "read of the convolution's result and a launch or two; costs nothing",
-       conv_reduce_epilogue_sites, conv_reduce_epilogue},
-      {"conv_engine_search",
-       "times several cuDNN engines (torch's candidates, in its order) on a convolution's first call and keeps "
-       "the fastest, as torch.backends.cudnn.benchmark does (torch's default runs the first that works); costs "
-       "the first call three runs of each engine and another engine's rounding (tolerance >= 1e-3)",
-       conv_engine_search_sites, conv_engine_search},
-  };
+  static const std::vector<Skill> skills(kCatalogue.begin(), kCatalogue.end());
   return skills;
 }
 
 bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k) {
-  if (k.impl != schedule::Impl::kGenerated || k.strategy != "elementwise") return false;
+  if (k.impl != schedule::Impl::kGenerated || k.strategy != schedule::Strategy::kElementwise) return false;
   for (int n : k.nodes) {
     if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(n)])) return false;
   }
@@ -172,7 +180,7 @@ StatusOr<size_t> site_kernel(const ir::Graph& g, const schedule::Schedule& s, co
 }
 
 StatusOr<schedule::Schedule> set_kernel_knob(const ir::Graph& g, const schedule::Schedule& s, const Site& site,
-                                             KernelRule illegal, std::string_view skill, const std::string& knob,
+                                             KernelRule illegal, std::string_view skill, schedule::Knob knob,
                                              int64_t value) {
   KF_ASSIGN_OR_RETURN(const size_t k, site_kernel(g, s, site, illegal, skill));
   schedule::Schedule out = s;
@@ -206,11 +214,6 @@ std::string kept_for_reader_alone(const ir::Graph& g, ir::ValueIndex v, const sc
     read = true;
   }
   return read ? "" : reader_name + " does not read " + whose + " result";
-}
-
-bool has_pointwise_prologue(const ir::Graph& g, const schedule::Kernel& k) {
-  return k.nodes.size() > 1 && std::all_of(k.nodes.begin(), k.nodes.end() - 1,
-                                           [&](int n) { return ir::is_pointwise(g.nodes()[static_cast<size_t>(n)]); });
 }
 
 std::string prologue_illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer,

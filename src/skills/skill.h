@@ -12,9 +12,12 @@
 
 #include "base/status.h"
 #include "ir/graph.h"
+#include "kernels/forms.h"
 #include "schedule/schedule.h"
 
 namespace kforge::skills {
+
+using kernels::has_pointwise_prologue;
 
 // Where a skill applies: the kernels it acts on (indices into Schedule::kernels) and parameters.
 struct Site {
@@ -55,7 +58,7 @@ StatusOr<size_t> site_kernel(const ir::Graph& g, const schedule::Schedule& s, co
 // The apply of a skill that sets one knob of one kernel: `s` with kernel site_kernel(...)'s knob `knob` set to
 // `value`, and "<skill>: <site.what>" appended to `applied`.
 StatusOr<schedule::Schedule> set_kernel_knob(const ir::Graph& g, const schedule::Schedule& s, const Site& site,
-                                             KernelRule illegal, std::string_view skill, const std::string& knob,
+                                             KernelRule illegal, std::string_view skill, schedule::Knob knob,
                                              int64_t value);
 
 // The index of the kernel that computes `node`, or -1.
@@ -71,10 +74,6 @@ bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node);
 std::string kept_for_reader_alone(const ir::Graph& g, ir::ValueIndex v, const schedule::Kernel& reader,
                                   const std::string& whose, const std::string& reader_name);
 
-// Whether `k` has more than one node and every node but its last is pointwise: the shape of a kernel a
-// prologue skill made (the caller checks the last node's kind).
-bool has_pointwise_prologue(const ir::Graph& g, const schedule::Kernel& k);
-
 // Why the pointwise chain kernel `producer` cannot become the prologue of the one-node kernel
 // `consumer` ("" when it can): `consumer_ok` says whether the consumer is of the skill's kind
 // (`consumer_kind` describes it); the consumer's node reads the chain's result as its input 0; nothing
@@ -87,6 +86,10 @@ std::string prologue_illegal(const ir::Graph& g, const schedule::Schedule& s, in
 // may read the producer's result.
 schedule::Schedule join_into_consumer(const schedule::Schedule& s, int producer, int consumer,
                                       const std::string& applied);
+
+// The number of skills in the catalogue. skill.cpp checks it against the catalogue at compile time, and the
+// agent's action space (agent::kMaxSkills) against it: adding a skill is a compile error until both agree.
+inline constexpr int kNumSkills = 17;
 
 // The catalogue, in the default planner's order.
 const std::vector<Skill>& all_skills();

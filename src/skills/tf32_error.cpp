@@ -419,10 +419,12 @@ std::vector<int> tf32_nodes_of(const ir::Graph& g, const schedule::Schedule& s) 
     if (k.impl != schedule::Impl::kLibrary) continue;
     const int node = contraction_node_of(g, k);
     if (node < 0 || g.type(g.nodes()[static_cast<size_t>(node)].output).dtype != ir::DType::kFloat32) continue;
-    const bool cublas = k.strategy == "cublas_gemm" || k.strategy == "cublas_attention";
+    const bool cublas =
+        k.strategy == schedule::Strategy::kCublasGemm || k.strategy == schedule::Strategy::kCublasAttention;
     const bool other_conv_engine =
-        (k.strategy == "cudnn_conv" || k.strategy == "cudnn_conv_transpose") &&
-        (k.knob("channels_last", 0) || k.knob("engine_search", 0) || k.knob("implicit_gemm", 0));
+        (k.strategy == schedule::Strategy::kCudnnConv || k.strategy == schedule::Strategy::kCudnnConvTranspose) &&
+        (k.knob(schedule::Knob::kChannelsLast, 0) || k.knob(schedule::Knob::kEngineSearch, 0) ||
+         k.knob(schedule::Knob::kImplicitGemm, 0));
     if ((cublas && s.precision == "tf32") || other_conv_engine) out.push_back(node);
   }
   return out;

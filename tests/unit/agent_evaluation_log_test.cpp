@@ -109,7 +109,7 @@ TEST(EvaluationLog, AStateNeverRecordedIsAnErrorThatSaysWhatToRun) {
   EXPECT_TRUE(same->result.predicted);
 
   schedule::Schedule other = first;
-  other.kernels.front().knobs["block"] = 128;
+  other.kernels.front().knobs[schedule::Knob::kBlock] = 128;
   auto missing = replay.evaluate(task, other);
   ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
@@ -129,7 +129,7 @@ TEST(EvaluationLog, StatesThatBuildTheSameProgramShareOneEvaluation) {
   schedule::Schedule same_kernels = first;  // another way there: only the skills applied differ
   same_kernels.applied = {"tune_block"};
   schedule::Schedule other = first;
-  other.kernels.front().knobs["block"] = 128;
+  other.kernels.front().knobs[schedule::Knob::kBlock] = 128;
   EXPECT_EQ(schedule::program_hash(task.graph, first), schedule::program_hash(task.graph, same_kernels));
   EXPECT_NE(schedule::program_hash(task.graph, first), schedule::program_hash(task.graph, other));
   EXPECT_NE(schedule_state_key(task.graph, first), schedule_state_key(task.graph, same_kernels));

@@ -232,7 +232,7 @@ TEST_F(HarnessEvaluatorTest, PrebuildBuildsEachScheduleOnceInParallelAndEvaluate
   HarnessEvaluator evaluator(o);
   const schedule::Schedule a = first_schedule(task);
   schedule::Schedule b = a;
-  b.kernels.front().knobs["block"] = 128;
+  b.kernels.front().knobs[schedule::Knob::kBlock] = 128;
   schedule::Schedule broken = a;
   broken.kernels.clear();
   ASSERT_NE(evaluator.candidate_dir(task, a), evaluator.candidate_dir(task, b));

@@ -59,27 +59,27 @@ TEST(CodegenElementwise, VectorWalkKnob) {
       << tiles->kernels[0].code;
   EXPECT_NE(tiles->kernels[0].code.find("_x4<<<977u, 256"), std::string::npos) << tiles->kernels[0].code;
   // unroll = 4: four vectors per thread (245 blocks).
-  s.kernels[0].knobs["unroll"] = 4;
+  s.kernels[0].knobs[schedule::Knob::kUnroll] = 4;
   auto four = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
   ASSERT_TRUE(four.is_ok());
   EXPECT_NE(four->kernels[0].code.find("_x4<<<245u, 256"), std::string::npos) << four->kernels[0].code;
   // walk = 0: grid-stride loops over a capped grid; unroll = 2: two vectors per thread in flight.
-  s.kernels[0].knobs["walk"] = 0;
-  s.kernels[0].knobs["unroll"] = 2;
+  s.kernels[0].knobs[schedule::Knob::kWalk] = 0;
+  s.kernels[0].knobs[schedule::Knob::kUnroll] = 2;
   auto stride = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
   ASSERT_TRUE(stride.is_ok());
   EXPECT_NE(stride->kernels[0].code.find("q0 += 2 * step"), std::string::npos) << stride->kernels[0].code;
   EXPECT_NE(stride->kernels[0].code.find("float4 p0[2];"), std::string::npos) << stride->kernels[0].code;
   EXPECT_NE(stride->kernels[0].code.find("_x4<<<kf_grid(125000LL, 256)"), std::string::npos) << stride->kernels[0].code;
   // Values outside the knobs' ranges are refused with what they may be.
-  s.kernels[0].knobs["walk"] = 2;
+  s.kernels[0].knobs[schedule::Knob::kWalk] = 2;
   auto bad_walk = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
   ASSERT_FALSE(bad_walk.is_ok());
   EXPECT_NE(bad_walk.status().message().find("the knob walk must be 0 (grid-stride) or 1 (tiles), not 2"),
             std::string::npos)
       << bad_walk.status().message();
-  s.kernels[0].knobs["walk"] = 1;
-  s.kernels[0].knobs["unroll"] = 0;
+  s.kernels[0].knobs[schedule::Knob::kWalk] = 1;
+  s.kernels[0].knobs[schedule::Knob::kUnroll] = 0;
   auto bad_unroll = emit_program(g, s, {.library_file = "lib.so", .reference_source = "# r\n"});
   ASSERT_FALSE(bad_unroll.is_ok());
   EXPECT_NE(bad_unroll.status().message().find("the knob unroll must be 1 to 8"), std::string::npos)

@@ -24,7 +24,7 @@ StatusOr<Program> try_emit(const ir::Graph& g, const std::string& precision = "f
                            const std::map<std::string, int64_t>& knobs = {}) {
   auto s = schedule::plan_one_kernel_per_op(g, {.precision = precision});
   for (auto& k : s.kernels) {
-    for (const auto& [key, v] : knobs) k.knobs[key] = v;
+    for (const auto& [key, v] : knobs) k.knobs[schedule::knob_named(key).value()] = v;
   }
   return emit_program(g, s, {.library_file = "lib.so", .reference_source = "# reference\n"});
 }

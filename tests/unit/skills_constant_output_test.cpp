@@ -7,15 +7,17 @@
 
 #include "codegen/program.h"
 #include "costmodel/roofline.h"
+#include "ir/value_range.h"
 #include "sandbox/build.h"
 #include "skills/constant_output.h"
 #include "skills/planner.h"
-#include "skills/value_range.h"
 #include "test_util.h"
 
 namespace kforge::skills {
 namespace {
 
+using ir::value_ranges;
+using ir::ValueRange;
 using kforge::testing::graph_from_text;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -168,7 +170,7 @@ TEST(ConstantOutput, TheMinClampDropoutChainIsASite) {
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   ASSERT_EQ(r->kernels.size(), 1u) << "the conv and the norm no longer run";
   const schedule::Kernel& fill = r->kernels[0];
-  EXPECT_EQ(fill.strategy, kConstantFillStrategy);
+  EXPECT_EQ(fill.strategy, schedule::Strategy::kConstantFill);
   EXPECT_EQ(fill.impl, schedule::Impl::kGenerated);
   EXPECT_EQ(fill.nodes, (std::vector<int>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(fill.root(), 5);
@@ -180,7 +182,7 @@ TEST(ConstantOutput, TheMinClampDropoutChainIsASite) {
   // The schedule round-trips through JSON.
   auto back = schedule::schedule_from_json(g, schedule::schedule_to_json(g, r.value()), "test");
   ASSERT_TRUE(back.is_ok()) << back.status().message();
-  EXPECT_EQ(back->kernels[0].strategy, kConstantFillStrategy);
+  EXPECT_EQ(back->kernels[0].strategy, schedule::Strategy::kConstantFill);
 }
 
 TEST(ConstantOutput, NearMissesAreNotSites) {
@@ -222,7 +224,8 @@ TEST(ConstantOutput, RefusesWhenAFusedNodeIsReadElsewhere) {
   // Output v5's kernel is alone; the kernel before it makes v1 and v4 (and min's v3) together.
   schedule::Schedule t;
   t.kernels = {s.kernels[0], s.kernels[2],
-               schedule::Kernel{"k4_pair", {1, 3, 4}, schedule::Impl::kGenerated, "elementwise", {}}, s.kernels[5]};
+               schedule::Kernel{"k4_pair", {1, 3, 4}, schedule::Impl::kGenerated, schedule::Strategy::kElementwise, {}},
+               s.kernels[5]};
   ASSERT_TRUE(schedule::check_schedule(g, t).is_ok());
   auto sites = constant_output_sites(g, t);
   ASSERT_EQ(sites.size(), 1u);
@@ -230,17 +233,20 @@ TEST(ConstantOutput, RefusesWhenAFusedNodeIsReadElsewhere) {
   // Now return v1 too: the pair kernel's v1 is needed, so the fill absorbs nothing.
   ir::Graph g2 = conv_norm_min_clamp(0.0, 1.0, true);
   schedule::Schedule t2;
-  t2.kernels = {s.kernels[0], s.kernels[2],
-                schedule::Kernel{"k4_pair", {1, 3, 4}, schedule::Impl::kGenerated, "elementwise", {}}};
-  t2.kernels.push_back(schedule::Kernel{"k5_dropout", {5}, schedule::Impl::kGenerated, "elementwise", {}});
+  t2.kernels = {
+      s.kernels[0], s.kernels[2],
+      schedule::Kernel{"k4_pair", {1, 3, 4}, schedule::Impl::kGenerated, schedule::Strategy::kElementwise, {}}};
+  t2.kernels.push_back(
+      schedule::Kernel{"k5_dropout", {5}, schedule::Impl::kGenerated, schedule::Strategy::kElementwise, {}});
   ASSERT_TRUE(schedule::check_schedule(g2, t2).is_ok());
   sites = constant_output_sites(g2, t2);
   ASSERT_EQ(sites.size(), 1u);
   EXPECT_EQ(sites[0].kernels, (std::vector<int>{3})) << "the pair kernel makes v1, so it and its inputs stay";
   // With the dropout fused into the pair kernel, v1 (inside it) is a graph output: refused.
   schedule::Schedule t3;
-  t3.kernels = {s.kernels[0], s.kernels[2],
-                schedule::Kernel{"k5_all", {1, 3, 4, 5}, schedule::Impl::kGenerated, "elementwise", {}}};
+  t3.kernels = {
+      s.kernels[0], s.kernels[2],
+      schedule::Kernel{"k5_all", {1, 3, 4, 5}, schedule::Impl::kGenerated, schedule::Strategy::kElementwise, {}}};
   ASSERT_TRUE(schedule::check_schedule(g2, t3).is_ok());
   EXPECT_TRUE(constant_output_sites(g2, t3).empty());
   auto r = constant_output(g2, t3, Site{{2, 1}, {{"output", 0}}, ""});
@@ -294,7 +300,7 @@ TEST(ConstantOutput, CodegenProvesTheConstantAgain) {
   // A schedule from a file that calls a non-constant output a fill is refused, not emitted.
   ir::Graph g = conv_norm_min_clamp(-1.0, 1.0);
   auto s = schedule::plan_one_kernel_per_op(g);
-  s.kernels[5].strategy = kConstantFillStrategy;
+  s.kernels[5].strategy = schedule::Strategy::kConstantFill;
   auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_FALSE(p.is_ok());
   EXPECT_NE(p.status().message().find("not one value"), std::string::npos) << p.status().message();

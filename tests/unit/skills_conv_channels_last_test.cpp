@@ -100,7 +100,7 @@ TEST(ConvChannelsLast, OnlyWhereTheToleranceAllowsAnotherEngineAndItPays) {
   // Once applied, no longer a site; applying again is refused.
   auto s = conv_channels_last(g, first(g, 1e-2), sites[0]);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
-  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
+  EXPECT_EQ(s->kernels[0].knob(schedule::Knob::kChannelsLast, 0), 1);
   EXPECT_TRUE(conv_channels_last_sites(g, s.value()).empty());
   EXPECT_FALSE(conv_channels_last(g, s.value(), sites[0]).is_ok());
 }
@@ -136,7 +136,7 @@ TEST(ConvChannelsLast, APerChannelOperandOfTheChainIsReadOncePerPlane) {
   auto s = plan_default(g, o);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   ASSERT_EQ(s->kernels.size(), 1u);
-  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
+  EXPECT_EQ(s->kernels[0].knob(schedule::Knob::kChannelsLast, 0), 1);
   auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   const std::string& code = p->kernels[0].code;
@@ -158,7 +158,7 @@ TEST(ConvChannelsLast, TheEpilogueRunsInThePassBackAndItBuilds) {
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   ASSERT_EQ(s->kernels.size(), 1u);
   EXPECT_TRUE(is_conv_epilogue(g, s->kernels[0]));
-  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
+  EXPECT_EQ(s->kernels[0].knob(schedule::Knob::kChannelsLast, 0), 1);
   auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   ASSERT_EQ(p->kernels.size(), 1u);
@@ -194,11 +194,11 @@ TEST(ConvChannelsLast, TransposedConvBuildsAndTheCostModelPrefersIt) {
   o.base.tolerance = 1e-2;
   auto with = plan_default(g, o);
   ASSERT_TRUE(with.is_ok()) << with.status().message();
-  ASSERT_EQ(with->kernels[0].knob("channels_last", 0), 1);
+  ASSERT_EQ(with->kernels[0].knob(schedule::Knob::kChannelsLast, 0), 1);
   o.disabled = {"conv_channels_last"};
   auto without = plan_default(g, o);
   ASSERT_TRUE(without.is_ok());
-  EXPECT_EQ(without->kernels[0].knob("channels_last", 0), 0);
+  EXPECT_EQ(without->kernels[0].knob(schedule::Knob::kChannelsLast, 0), 0);
   // NCHW engines at 0.30 of the TF32 peak, channels-last ones at 0.45; the transposes add 2 * (input +
   // weight) bytes, and the model predicts the gain.
   const auto c_with = costmodel::program_cost(g, with.value());
@@ -215,7 +215,7 @@ TEST(ConvChannelsLast, TransposedConvBuildsAndTheCostModelPrefersIt) {
 TEST(ConvChannelsLast, TheKnobIsCheckedByTheEmitter) {
   ir::Graph g = graph_from_text(conv_graph(64, true, 1, false));
   auto s = first(g, 1e-2);
-  s.kernels[0].knobs["channels_last"] = 2;
+  s.kernels[0].knobs[schedule::Knob::kChannelsLast] = 2;
   auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_FALSE(p.is_ok());
   EXPECT_TRUE(has(p.status().message(), "channels_last must be 0 or 1")) << p.status().message();
@@ -240,7 +240,7 @@ TEST(ConvEngineSearch, EveryCudnnConvUnderALooseToleranceAndTheFieldItSets) {
   EXPECT_EQ(conv_engine_search_sites(t, first(t, 1e-2)).size(), 1u);
   auto s = conv_engine_search(g, first(g, 1e-2), sites[0]);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
-  EXPECT_EQ(s->kernels[0].knob("engine_search", 0), kConvEnginesTimed);
+  EXPECT_EQ(s->kernels[0].knob(schedule::Knob::kEngineSearch, 0), kConvEnginesTimed);
   EXPECT_TRUE(conv_engine_search_sites(g, s.value()).empty());
   auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_TRUE(p.is_ok()) << p.status().message();
@@ -253,7 +253,7 @@ TEST(ConvEngineSearch, EveryCudnnConvUnderALooseToleranceAndTheFieldItSets) {
   EXPECT_TRUE(has(plain->kernels[0].code, "    0,  // engine_search: torch's engine")) << plain->kernels[0].code;
   // A knob value out of range is refused.
   auto bad = first(g, 1e-2);
-  bad.kernels[0].knobs["engine_search"] = -1;
+  bad.kernels[0].knobs[schedule::Knob::kEngineSearch] = -1;
   auto refused_knob = codegen::emit_program(g, bad, {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_FALSE(refused_knob.is_ok());
   EXPECT_TRUE(has(refused_knob.status().message(), "the knob engine_search must be 0"))
@@ -266,12 +266,12 @@ TEST(ConvEngineSearch, TheDefaultPlannerSearchesChannelsLastConvsToo) {
   o.base.tolerance = 1e-2;
   auto s = plan_default(g, o);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
-  EXPECT_EQ(s->kernels[0].knob("channels_last", 0), 1);
-  EXPECT_EQ(s->kernels[0].knob("engine_search", 0), kConvEnginesTimed);
+  EXPECT_EQ(s->kernels[0].knob(schedule::Knob::kChannelsLast, 0), 1);
+  EXPECT_EQ(s->kernels[0].knob(schedule::Knob::kEngineSearch, 0), kConvEnginesTimed);
   o.disabled = {"conv_engine_search"};
   auto without = plan_default(g, o);
   ASSERT_TRUE(without.is_ok());
-  EXPECT_EQ(without->kernels[0].knob("engine_search", 0), 0);
+  EXPECT_EQ(without->kernels[0].knob(schedule::Knob::kEngineSearch, 0), 0);
 }
 
 }  // namespace

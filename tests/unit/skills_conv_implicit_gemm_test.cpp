@@ -79,7 +79,7 @@ TEST(ConvImplicitGemm, ASmallReductionConvWithItsChainBecomesOneKernelOfTf32Mma)
   // Not cuDNN's: neither channels-last copies nor an engine search.
   EXPECT_FALSE(applied(s, "conv_channels_last"));
   EXPECT_FALSE(applied(s, "conv_engine_search"));
-  EXPECT_EQ(s.kernels[0].knob("implicit_gemm", 0), 1);
+  EXPECT_EQ(s.kernels[0].knob(schedule::Knob::kImplicitGemm, 0), 1);
   auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   ASSERT_EQ(p->kernels.size(), 1u);
@@ -153,7 +153,7 @@ TEST(ConvImplicitGemm, TheKnobOnAConvItCannotRunSaysWhy) {
   schedule::Schedule s = planned(g, 1e-2);
   ASSERT_EQ(s.kernels.size(), 1u);
   s.kernels[0].knobs.clear();
-  s.kernels[0].knobs["implicit_gemm"] = 1;
+  s.kernels[0].knobs[schedule::Knob::kImplicitGemm] = 1;
   auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_FALSE(p.is_ok());
   EXPECT_TRUE(has(p.status().message(), "the knob implicit_gemm = 1 cannot apply: the reduction C_in * kh * kw = 288"))

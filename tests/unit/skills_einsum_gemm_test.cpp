@@ -75,12 +75,12 @@ ir::Graph level1_11_like(const std::string& dtype = "float32") {
 TEST(EinsumGemm, SitesThenTf32WhereTheToleranceAllowsIt) {
   ir::Graph g = level1_11_like();
   auto first = schedule::plan_one_kernel_per_op(g, {});
-  ASSERT_EQ(first.kernels[0].strategy, "einsum_direct");
+  ASSERT_EQ(first.kernels[0].strategy, schedule::Strategy::kEinsumDirect);
   auto sites = einsum_gemm_sites(g, first);
   ASSERT_EQ(sites.size(), 1u);
   auto s = einsum_gemm(g, first, sites[0]);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
-  EXPECT_EQ(s->kernels[0].strategy, "cublas_gemm");
+  EXPECT_EQ(s->kernels[0].strategy, schedule::Strategy::kCublasGemm);
   EXPECT_EQ(s->kernels[0].impl, schedule::Impl::kLibrary);
   EXPECT_TRUE(einsum_gemm_sites(g, s.value()).empty());
   EXPECT_FALSE(einsum_gemm(g, s.value(), sites[0]).is_ok());
@@ -88,7 +88,7 @@ TEST(EinsumGemm, SitesThenTf32WhereTheToleranceAllowsIt) {
   DefaultPlanOptions strict;
   auto exact = plan_default(g, strict);
   ASSERT_TRUE(exact.is_ok());
-  EXPECT_EQ(exact->kernels[0].strategy, "cublas_gemm");
+  EXPECT_EQ(exact->kernels[0].strategy, schedule::Strategy::kCublasGemm);
   EXPECT_EQ(exact->precision, "fp32");
   DefaultPlanOptions loose;
   loose.base.tolerance = 1e-2;

@@ -63,7 +63,7 @@ TEST(BatchNormInference, OnlyRunningStatisticsAreASite) {
   EXPECT_EQ(sites[0].kernels, std::vector<int>{1});
   auto s = batch_norm_inference(eval, first_schedule(eval), sites[0]);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
-  EXPECT_EQ(s->kernels[1].strategy, "elementwise");
+  EXPECT_EQ(s->kernels[1].strategy, schedule::Strategy::kElementwise);
   ir::Graph train = graph_from_text(conv_graph(false, true));
   EXPECT_TRUE(batch_norm_inference_sites(train, first_schedule(train)).empty());
   auto bad = batch_norm_inference(train, first_schedule(train), Site{{1}, {}, ""});
@@ -99,7 +99,7 @@ TEST(ConvEpilogue, SitesAndLegality) {
   // batch_norm_inference, fuse_elementwise (BN, relu, add), conv_epilogue: one kernel.
   ASSERT_EQ(planned->kernels.size(), 1u);
   const auto& k = planned->kernels[0];
-  EXPECT_EQ(k.strategy, "cudnn_conv");
+  EXPECT_EQ(k.strategy, schedule::Strategy::kCudnnConv);
   EXPECT_EQ(k.nodes.size(), 4u);
   EXPECT_TRUE(is_conv_epilogue(g, k));
   EXPECT_EQ(planned->applied.back().rfind("conv_epilogue: ", 0), 0u) << planned->applied.back();

@@ -81,7 +81,7 @@ TEST(FuseElementwise, RefusesWrongOrderAndNonElementwise) {
   auto s = schedule::plan_one_kernel_per_op(g);
   EXPECT_FALSE(fuse_elementwise(g, s, Site{{1, 0}, {}, ""}).is_ok());
   EXPECT_FALSE(fuse_elementwise(g, s, Site{{0, 7}, {}, ""}).is_ok());
-  s.kernels[0].strategy = "reduce";
+  s.kernels[0].strategy = schedule::Strategy::kReduce;
   EXPECT_FALSE(fuse_elementwise(g, s, Site{{0, 1}, {}, ""}).is_ok());
 }
 

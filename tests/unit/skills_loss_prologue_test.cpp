@@ -60,7 +60,7 @@ TEST(LossPrologue, SitesAndLegality) {
   auto s = loss_prologue(g, first, sites[0]);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   ASSERT_EQ(s->kernels.size(), 1u);
-  EXPECT_EQ(s->kernels[0].strategy, "loss");
+  EXPECT_EQ(s->kernels[0].strategy, schedule::Strategy::kLoss);
   EXPECT_TRUE(is_loss_prologue(g, s->kernels[0]));
   EXPECT_FALSE(is_loss_prologue(g, first.kernels[1]));  // one node: not made by this skill
   // A stored chain result (returned too) stays its own kernel.

@@ -56,7 +56,7 @@ TEST(DefaultPlanner, ConvolutionsStayOnTorchsEngineUnderBothProtocols) {
     auto s = plan_default(g, {.base = {.precision = "fp32", .tolerance = tolerance}});
     ASSERT_TRUE(s.is_ok()) << s.status().message();
     ASSERT_EQ(s->kernels.size(), 1u);
-    EXPECT_EQ(s->kernels[0].knob("engine", 0), 0) << "tolerance " << tolerance;
+    EXPECT_EQ(s->kernels[0].knob(schedule::Knob::kEngine, 0), 0) << "tolerance " << tolerance;
   }
 }
 

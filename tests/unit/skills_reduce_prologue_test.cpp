@@ -51,7 +51,7 @@ TEST(ReducePrologue, SitesAndLegality) {
   auto s = reduce_prologue(g, first, sites[0]);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   ASSERT_EQ(s->kernels.size(), 1u);
-  EXPECT_EQ(s->kernels[0].strategy, "reduce");
+  EXPECT_EQ(s->kernels[0].strategy, schedule::Strategy::kReduce);
   EXPECT_EQ(s->kernels[0].nodes.size(), 2u);
   EXPECT_TRUE(is_reduce_prologue(g, s->kernels[0]));
   // A stored chain result (returned too) stays its own kernel.

@@ -1,11 +1,11 @@
 // Value ranges: interval rules per op, rounded outward in the value's own floating type.
-#include "skills/value_range.h"
+#include "ir/value_range.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace kforge::skills {
+namespace kforge::ir {
 
 namespace {
 
@@ -240,4 +240,4 @@ std::vector<ValueRange> value_ranges(const ir::Graph& g) {
   return ranges;
 }
 
-}  // namespace kforge::skills
+}  // namespace kforge::ir

@@ -9,7 +9,7 @@
 
 #include "ir/graph.h"
 
-namespace kforge::skills {
+namespace kforge::ir {
 
 // Every element of the tensor that is not NaN lies in [lo, hi] (closed, infinities included). The
 // range says nothing about NaN: each op covered maps a NaN operand to NaN (torch's min, max, clamp,
@@ -43,4 +43,4 @@ std::vector<ValueRange> value_ranges(const ir::Graph& g);
 // unfold); and constant_pad (the input's range joined with the pad value). Any other op is any.
 ValueRange node_range(const ir::Graph& g, const ir::Node& node, const std::vector<ValueRange>& ranges);
 
-}  // namespace kforge::skills
+}  // namespace kforge::ir
