@@ -19,6 +19,7 @@
 #include "base/subprocess.h"
 #include "base/table.h"
 #include "cli/bench_report.h"
+#include "cli/bundle.h"
 #include "cli/commands.h"
 #include "cli/evaluate.h"
 #include "cli/pipeline.h"
@@ -80,28 +81,6 @@ StatusOr<std::vector<BenchProblem>> find_problems(const BenchArgs& a) {
   return out;
 }
 
-std::string today() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
-}
-
-// The commit of the kforge tree: $KFORGE_COMMIT (set by scripts that run on copies), else git.
-std::string kforge_commit() {
-  if (const char* c = std::getenv("KFORGE_COMMIT"); c && *c) return c;
-  auto home = kforge_home();
-  if (!home.is_ok()) return "unknown";
-  auto r = run_process({"git", "-C", home->string(), "rev-parse", "--short", "HEAD"}, {.timeout_seconds = 10});
-  if (!r.is_ok() || !r->ok()) return "unknown";
-  std::string s = r->output;
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  auto dirty = run_process({"git", "-C", home->string(), "status", "--porcelain", "--untracked-files=no"},
-                           {.timeout_seconds = 10});
-  if (dirty.is_ok() && dirty->ok() && !dirty->output.empty()) s += "+dirty";
-  return s;
-}
-
 // The whole run's state, shared by the builder, verifier and profiler threads.
 class BenchRun {
  public:
@@ -159,6 +138,8 @@ class BenchRun {
   }
   void save();
   OrderedJson report() const;
+  // --bundle: the audit bundle of every record with a final result; an exit code.
+  int write_bench_bundle(const OrderedJson& report) const;
   // Adds r's measurement to --db (when given and r was timed on the GPU); a failure is reported, not fatal.
   void record_measurement(const BenchRecord& r);
 
@@ -237,6 +218,7 @@ void BenchRun::build_loop() {
         r.result.device.clear();
         r.result.t_candidate.reset();
       }
+      (void)write_file(r.out_dir / "build.log", build_log_text(turn->built.build));
       line = r.built ? "built in " + format_seconds(r.build_seconds) : "compile error";
       torch = turn->graph.torch_version;
     }
@@ -415,7 +397,7 @@ OrderedJson BenchRun::report() const {
   j["torch"] = torch_;
   j["protocol"] = protocol_.name;
   j["commit"] = kforge_commit();
-  j["date"] = today();
+  j["date"] = today_utc();
   j["suite"] = fs::absolute(args_.suite).lexically_normal().string();
   j["predicted"] = device_ != "cuda";
   j["disabled_skills"] = args_.common.disabled_skills;
@@ -447,6 +429,22 @@ void BenchRun::save() {
   std::string text = report().dump(1) + "\n";
   (void)write_file(out_ / "bench.json", text);
   if (!args_.json_out.empty()) (void)write_file(args_.json_out, text);
+}
+
+int BenchRun::write_bench_bundle(const OrderedJson& rep) const {
+  std::vector<BundleProblem> problems;
+  for (const auto& r : records_) {
+    if (r.skipped) continue;
+    problems.push_back({r.problem.level, r.problem.name, r.problem.path, r.out_dir, record_json(r)});
+  }
+  OrderedJson header = rep;
+  header.erase("problems");
+  auto n = write_bundle(args_.bundle, problems,
+                        {.command = "bench", .header = header, .protocol = protocol_, .common = args_.common});
+  if (!n.is_ok()) return report_error(n.status(), "bench");
+  std::cout << "wrote the audit bundle " << args_.bundle << " (" << n.value()
+            << " problems; tar -xzf it and read kforge-bundle/README.md)\n";
+  return kExitOk;
 }
 
 int BenchRun::run() {
@@ -508,6 +506,9 @@ int BenchRun::run() {
   std::cout << "wrote " << (out_ / "bench.json").string();
   if (!args_.json_out.empty()) std::cout << " and " << args_.json_out;
   std::cout << "\n";
+  if (!args_.bundle.empty()) {
+    if (int code = write_bench_bundle(rep); code != kExitOk) return code;
+  }
   return failed.empty() ? kExitOk : kExitFailedResult;
 }
 
@@ -558,6 +559,12 @@ int run_bench(const BenchArgs& a) {
                  "start over, or pick another --out\n",
                  out.c_str());
     return kExitUserError;
+  }
+  if (!a.bundle.empty()) {
+    if (auto s = check_bundle_target(a.bundle, a.force); !s.is_ok()) {
+      std::fprintf(stderr, "kforge bench: error: %s\n", s.message().c_str());
+      return kExitUserError;
+    }
   }
   if (auto s = prepare_out_dir(out, a.force || a.resume); !s.is_ok()) {
     std::fprintf(stderr, "kforge bench: error: %s\n", s.message().c_str());
