@@ -112,15 +112,16 @@ class BenchRun {
  private:
   void build_loop();
   void verify_loop();
-  // Verification of r's candidate; the verifying worker also warms torch.compile's cache for the
-  // serial profile phase when there is one.
+  // Compiles r's reference with torch.compile in `baselines` (a baselines worker) so that the profile
+  // phase finds it in the baseline cache; a failure is reported, and the profile compiles it then.
+  void precompile_baselines(sandbox::HarnessWorker& baselines, const BenchRecord& r);
+  // Verification of r's candidate (the baselines are precompiled apart: precompile_baselines).
   sandbox::EvalRequest verify_request(const BenchRecord& r) const {
     sandbox::EvalRequest req;
     req.problem = r.problem.path;
     req.candidate = r.out_dir / "model_new.py";
     req.protocol = protocol_;
     req.timing = args_.common.timing;
-    req.precompile = args_.profile;
     req.timeout_seconds = 300;
     return req;
   }
@@ -241,6 +242,9 @@ void BenchRun::build_loop() {
 
 void BenchRun::verify_loop() {
   sandbox::HarnessWorker worker;
+  // Warms the baseline cache for the serial profile phase; a worker of its own, because the cache is
+  // writable only where no candidate runs (sandbox/isolation.h).
+  sandbox::HarnessWorker baselines({.baselines_writer = true});
   for (;;) {
     size_t i;
     {
@@ -257,24 +261,37 @@ void BenchRun::verify_loop() {
     auto res = worker.evaluate(req);
     BenchRecord safer;  // the fallback's candidate when the first one was wrong (built outside the lock)
     const bool fell_back = res.is_ok() && falls_back(res->outcome) && fall_back(r, res.value(), worker, safer);
+    bool warm_baselines = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fell_back) {
+        r = std::move(safer);
+        res = r.result;
+      }
+      if (isolation_.empty()) isolation_ = worker.isolation();
+      r.skipped = false;
+      r.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!res.is_ok()) {
+        r.result.outcome = sandbox::Outcome::kRuntimeFault;
+        r.result.message = "kforge could not run the harness: " + res.status().message();
+      } else {
+        r.result = std::move(res).value();
+        if (!r.result.torch_version.empty()) torch_ = r.result.torch_version;
+      }
+      progress(r, std::string("verify: ") + sandbox::outcome_name(r.result.outcome) +
+                      (r.result.outcome == sandbox::Outcome::kOk ? "" : " " + r.result.message.substr(0, 100)));
+      save();
+      warm_baselines = args_.profile && r.result.outcome == sandbox::Outcome::kOk;
+    }
+    if (warm_baselines) precompile_baselines(baselines, r);
+  }
+}
+
+void BenchRun::precompile_baselines(sandbox::HarnessWorker& baselines, const BenchRecord& r) {
+  auto s = baselines.precompile(r.problem.path, protocol_);
+  if (!s.is_ok()) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (fell_back) {
-      r = std::move(safer);
-      res = r.result;
-    }
-    if (isolation_.empty()) isolation_ = worker.isolation();
-    r.skipped = false;
-    r.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!res.is_ok()) {
-      r.result.outcome = sandbox::Outcome::kRuntimeFault;
-      r.result.message = "kforge could not run the harness: " + res.status().message();
-    } else {
-      r.result = std::move(res).value();
-      if (!r.result.torch_version.empty()) torch_ = r.result.torch_version;
-    }
-    progress(r, std::string("verify: ") + sandbox::outcome_name(r.result.outcome) +
-                    (r.result.outcome == sandbox::Outcome::kOk ? "" : " " + r.result.message.substr(0, 100)));
-    save();
+    progress(r, "baselines not precompiled (profile compiles them): " + s.status().message().substr(0, 100));
   }
 }
 
@@ -340,7 +357,6 @@ void BenchRun::profile_all() {
     }
     sandbox::EvalRequest req = verify_request(r);
     req.verify = false;  // verified above, on fresh inputs
-    req.precompile = false;
     req.profile = true;
     req.trials = args_.trials;
     req.timeout_seconds = 600;
