@@ -8,6 +8,10 @@
 #   bench/gpu_run.sh threats              every threat fixture through the GPU harness (selftest --gpu)
 #   bench/gpu_run.sh exports              every level-1 problem exported (kernelbench format) and verified
 #                                         in that form by kforge's harness (bench/export_check.py)
+#   bench/gpu_run.sh upstream             upstream KernelBench's eval_kernel_against_ref (and strict checker) beside
+#                                         kforge's harness on every export of UPSTREAM_LEVEL (default level1;
+#                                         UPSTREAM_SHARD=K/N or UPSTREAM_ONLY=a,b to fit a call):
+#                                         tests/gpu/test_upstream_evaluator.py; needs .gpu/upstream
 #   bench/gpu_run.sh explore              every schedule the skills reach, measured and recorded (explore.jsonl)
 #                                         for `kforge train --replay` here (issue #5's GPU criterion)
 #   bench/gpu_run.sh cuda-agent kernels   with PROFILE="level2/1_Conv2D_ReLU_BiasAdd ..." (and BENCH_EXTRA
@@ -102,6 +106,15 @@ for part in "$@"; do
       timeout "${EXPORT_LIMIT:-540}" $KFORGE_PYTHON bench/export_check.py --suite ".gpu/kb/${EXPORT_LEVEL:-level1}" \
         --out /tmp/exports --json "$OUT/${EXPORT_NAME:-export-check}.json" -j "${EXPORT_JOBS:-12}" ${EXPORT_EXTRA:-} > "$OUT/${EXPORT_NAME:-export-check}.txt" 2>&1
       echo "export check: exit $?"; grep -v "^\[" "$OUT/${EXPORT_NAME:-export-check}.txt" | tail -40
+      pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
+    upstream)
+      # Upstream's evaluator on kforge's exports, one process per file (#27 item 4); records after each
+      # problem in $OUT/upstream-<level>.json, disagreements listed at the end of upstream.txt.
+      KFORGE_KERNELBENCH_UPSTREAM=$PWD/.gpu/upstream KFORGE_UPSTREAM_EVAL=${UPSTREAM_LEVEL:-level1} \
+        KFORGE_UPSTREAM_SHARD=${UPSTREAM_SHARD:-} KFORGE_UPSTREAM_ONLY=${UPSTREAM_ONLY:-} \
+        KFORGE_UPSTREAM_JSON="$OUT/upstream-{level}.json" timeout "${UPSTREAM_LIMIT:-540}" \
+        $KFORGE_PYTHON -m pytest -v -s -p no:cacheprovider -rs tests/gpu/test_upstream_evaluator.py > "$OUT/upstream.txt" 2>&1
+      echo "upstream evaluator: exit $?"; tail -40 "$OUT/upstream.txt"
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     explore)
       # Every schedule the skills reach from each problem (exhaustive search), built, verified and timed

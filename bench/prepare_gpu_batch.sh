@@ -2,6 +2,7 @@
 # Stages in .gpu/ (ignored by git, carried with a device call) what bench/gpu_run.sh needs there:
 #   .gpu/kforge     this tree's kforge, stripped (it needs only libstdc++: runs on the GPU machine)
 #   .gpu/kb/        the shared KernelBench problems (the GPU machine has no ../shared)
+#   .gpu/upstream/  upstream KernelBench's evaluator package, where ../shared has it (gpu_run.sh upstream)
 #   .gpu/cache.tgz  the build cache, warmed by building every problem here under both protocols
 #                   (same nvcc 13.0 there: the device call finds the objects and libraries built)
 #   .gpu/COMMIT     the commit (and +dirty) the binary was built from
@@ -19,6 +20,7 @@ if [ -z "${NO_WARM:-}" ] && [ -d build/kforge-cache ]; then cp -r build/kforge-c
 copied=$(date +%s)
 sleep 2  # entries the runs below create or read are newer than the copy (see prune_cache.py)
 cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 .gpu/kb/
+if [ -d ../shared/kernelbench/upstream/kernelbench ]; then cp -r ../shared/kernelbench/upstream .gpu/upstream; fi
 for extra in ${EXTRA_SUITES:-}; do
   mkdir -p .gpu/kb/"$(basename "$extra")" && cp "$extra"/*.py .gpu/kb/"$(basename "$extra")"/
 done

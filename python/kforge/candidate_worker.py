@@ -17,8 +17,10 @@ and sys.stdout point at stderr, so what a candidate prints never passes for an a
   their storage's handle; they stay alive here until the next command); otherwise, or when that
   fails, each is written raw to DIR/out_<i>.bin ("file"). {"cmd": "write_files"} writes the last
   run's outputs as files after all (the harness could not map them).
-- {"cmd": "precompile"}, {"cmd": "profile", "trials", "timing"}: torch.compile's cache warmed; the candidate
-  timed beside the baselines by the method that "timing" names (kforge.timing).
+- {"cmd": "profile", "trials", "timing"}: the candidate timed beside the baselines by the method that
+  "timing" names (kforge.timing). torch.compile's caches are this process's own (TORCHINDUCTOR_CACHE_DIR,
+  TRITON_CACHE_DIR: a private copy of the run's baseline cache, which a baselines worker filled with
+  `precompile` and which is read-only here).
 - {"cmd": "release"}: drops the models and frees what the candidate holds.
 A failure is an answer {"outcome": "runtime_fault" | "resource_exhausted", "message"}; after a
 fault that poisons the CUDA context the process exits (code 3) and the harness starts another.
@@ -105,7 +107,8 @@ class StreamWatch:
 
 def precompile(ref_mod, protocol, device):
     """Compiles the reference with torch.compile and runs it once, so that the inductor's on-disk
-    cache is warm when a later profile (maybe in another worker) compiles the same graph."""
+    cache is warm when a later profile (in another worker) compiles the same graph. Run by a
+    baselines worker's checker (harness.precompile_reference), never where a candidate was loaded."""
     import torch
     ref, _ = build_models(ref_mod, None, protocol, device)
     inputs = seeded_inputs(ref_mod, 7, device)
@@ -248,8 +251,6 @@ def handle(req, state, exchange):
         return state.run(int(req["seed"]), exchange), state
     if cmd == "write_files":
         return state.write_files(exchange), state
-    if cmd == "precompile":
-        return {"precompile_seconds": precompile(state.ref_mod, state.protocol, state.device)}, state
     if cmd == "profile":
         return timing.profile(state.ref_mod, state.cand_mod, state.protocol, state.device,
                               timing_from(req.get("timing")), StreamWatch(torch_module()), trials=int(req["trials"])), state

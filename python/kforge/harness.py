@@ -126,6 +126,40 @@ def exchange_base(room=32 << 30):
     return None
 
 
+def private_compile_cache(baseline_cache, parent=None):
+    """A fresh folder for one candidate process's torch.compile caches (Inductor, Triton): a copy of
+    the run's baseline cache (precompiled by a baselines worker, read-only here) when there is one.
+    What the candidate's process writes there is gone when it ends: never another worker's, another
+    run's, or the baseline cache itself."""
+    private = tempfile.mkdtemp(prefix="kforge-compile-cache-", dir=parent)
+    if baseline_cache and os.path.isdir(baseline_cache):
+        try:
+            shutil.copytree(baseline_cache, private, symlinks=True, dirs_exist_ok=True)
+        except (OSError, shutil.Error) as e:  # a cold cache is slower, not wrong
+            print("kforge harness: copying the baseline cache failed (%s); compiling afresh" % e, file=sys.stderr)
+    return private
+
+
+def candidate_env(environ, compile_cache):
+    """The candidate's process's environment: its torch.compile caches in its private folder."""
+    env = dict(environ)
+    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(compile_cache, "inductor")
+    env["TRITON_CACHE_DIR"] = os.path.join(compile_cache, "triton")
+    env.pop("KFORGE_HARNESS_ROLE", None)
+    return env
+
+
+def precompile_reference(problem, protocol, device):
+    """A baselines worker's one job (KFORGE_HARNESS_ROLE=baselines): the reference compiled with
+    torch.compile here, in the checker, into the baseline cache; no candidate is loaded."""
+    if os.environ.get("KFORGE_HARNESS_ROLE") != "baselines":
+        return {"outcome": "runtime_fault", "message": "harness: precompile_reference on a worker that is not a "
+                "baselines worker (its baseline cache is read-only)"}
+    from kforge.candidate_worker import precompile
+    ref_mod = load_module(problem, "kforge_ref_%d" % os.getpid())
+    return {"outcome": "ok", "precompile_seconds": precompile(ref_mod, protocol, device)}
+
+
 class CandidateProcess:
     """The candidate's own process (python3 -m kforge.candidate_worker), started on first use and
     again after it died. It sends outputs back as raw files in a private exchange directory (in
@@ -134,6 +168,7 @@ class CandidateProcess:
     def __init__(self):
         self.proc = None
         self.exchange = None
+        self.compile_cache = None
         atexit.register(self.stop)
 
     def alive(self):
@@ -142,7 +177,8 @@ class CandidateProcess:
     def start(self):
         self.stop()
         self.exchange = tempfile.mkdtemp(prefix="kforge-exchange-", dir=exchange_base())
-        env = dict(os.environ)
+        self.compile_cache = private_compile_cache(os.environ.get("KFORGE_BASELINE_CACHE"))
+        env = candidate_env(os.environ, self.compile_cache)
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.proc = subprocess.Popen([sys.executable, "-m", "kforge.candidate_worker", "--exchange", self.exchange,
@@ -158,6 +194,9 @@ class CandidateProcess:
         if self.exchange:
             shutil.rmtree(self.exchange, ignore_errors=True)
             self.exchange = None
+        if self.compile_cache:
+            shutil.rmtree(self.compile_cache, ignore_errors=True)
+            self.compile_cache = None
 
     def send(self, req):
         if not self.alive():
@@ -369,7 +408,7 @@ def device_name(device):
 
 
 def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, trials=30, do_verify=True,
-             do_precompile=False, do_static_check=True, child=None, timing=None):
+             do_static_check=True, child=None, timing=None):
     """protocol: a protocol.Protocol (or a name of protocol.NAMED); timing: a protocol.Timing."""
     import torch
     protocol = protocol_from(protocol) if not hasattr(protocol, "atol") else protocol
@@ -404,8 +443,7 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
         if "outcome" in loaded:
             result.update({"outcome": loaded["outcome"], "message": loaded.get("message", "")})
             return result
-        return run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials,
-                             timing)
+        return run_candidate(result, ref_mod, child, protocol, device, do_verify, do_profile, trials, timing)
     finally:
         if own:
             child.stop()
@@ -413,8 +451,8 @@ def evaluate(problem, candidate, protocol, device="cuda:0", do_profile=False, tr
             child.ask({"cmd": "release"})
 
 
-def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precompile, do_profile, trials, timing):
-    """Verification, then (when it passed) the precompile and the timing; fills and returns result."""
+def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_profile, trials, timing):
+    """Verification, then (when it passed) the timing; fills and returns result."""
     try:
         if do_verify:
             result.update(verify(ref_mod, child, protocol, device))
@@ -423,12 +461,6 @@ def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_precom
     except Exception as e:  # on the reference's side (the candidate's failures come as answers)
         result.update(failure_of(e))
         return result
-    if result["outcome"] == "ok" and do_precompile:
-        ans = child.ask({"cmd": "precompile"})
-        if "outcome" in ans:
-            result["precompile_error"] = ans.get("message", "")[:300]
-        else:
-            result["precompile_seconds"] = ans.get("precompile_seconds")
     if result["outcome"] == "ok" and do_profile:
         ans = child.ask({"cmd": "profile", "trials": trials, "timing": {
             "method": timing.method, "fresh_inputs": timing.fresh_inputs, "baselines": list(timing.baselines)}})
@@ -461,10 +493,16 @@ def serve():
         req = None
         try:
             req = json.loads(line)
+            if isinstance(req, dict) and req.get("cmd") == "precompile_reference":
+                res = precompile_reference(req["problem"], protocol_from(req.get("protocol", "cuda-agent")),
+                                           req.get("device", "cuda:0"))
+                answers.write(json.dumps(res) + "\n")
+                answers.flush()
+                continue
             res = evaluate(req["problem"], req["candidate"], protocol_from(req.get("protocol", "cuda-agent")),
                            device=req.get("device", "cuda:0"),
                            do_profile=bool(req.get("profile")), trials=int(req.get("trials", 30)),
-                           do_verify=bool(req.get("verify", True)), do_precompile=bool(req.get("precompile")),
+                           do_verify=bool(req.get("verify", True)),
                            do_static_check=bool(req.get("static_check", True)), child=child,
                            timing=timing_from(req.get("timing"), bool(req.get("compile", True)),
                                               bool(req.get("eager", True))))

@@ -19,6 +19,7 @@
 #include "base/subprocess.h"
 #include "base/table.h"
 #include "cli/bench_report.h"
+#include "cli/bundle.h"
 #include "cli/commands.h"
 #include "cli/evaluate.h"
 #include "cli/pipeline.h"
@@ -80,28 +81,6 @@ StatusOr<std::vector<BenchProblem>> find_problems(const BenchArgs& a) {
   return out;
 }
 
-std::string today() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
-}
-
-// The commit of the kforge tree: $KFORGE_COMMIT (set by scripts that run on copies), else git.
-std::string kforge_commit() {
-  if (const char* c = std::getenv("KFORGE_COMMIT"); c && *c) return c;
-  auto home = kforge_home();
-  if (!home.is_ok()) return "unknown";
-  auto r = run_process({"git", "-C", home->string(), "rev-parse", "--short", "HEAD"}, {.timeout_seconds = 10});
-  if (!r.is_ok() || !r->ok()) return "unknown";
-  std::string s = r->output;
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  auto dirty = run_process({"git", "-C", home->string(), "status", "--porcelain", "--untracked-files=no"},
-                           {.timeout_seconds = 10});
-  if (dirty.is_ok() && dirty->ok() && !dirty->output.empty()) s += "+dirty";
-  return s;
-}
-
 // The whole run's state, shared by the builder, verifier and profiler threads.
 class BenchRun {
  public:
@@ -133,15 +112,16 @@ class BenchRun {
  private:
   void build_loop();
   void verify_loop();
-  // Verification of r's candidate; the verifying worker also warms torch.compile's cache for the
-  // serial profile phase when there is one.
+  // Compiles r's reference with torch.compile in `baselines` (a baselines worker) so that the profile
+  // phase finds it in the baseline cache; a failure is reported, and the profile compiles it then.
+  void precompile_baselines(sandbox::HarnessWorker& baselines, const BenchRecord& r);
+  // Verification of r's candidate (the baselines are precompiled apart: precompile_baselines).
   sandbox::EvalRequest verify_request(const BenchRecord& r) const {
     sandbox::EvalRequest req;
     req.problem = r.problem.path;
     req.candidate = r.out_dir / "model_new.py";
     req.protocol = protocol_;
     req.timing = args_.common.timing;
-    req.precompile = args_.profile;
     req.timeout_seconds = 300;
     return req;
   }
@@ -159,6 +139,8 @@ class BenchRun {
   }
   void save();
   OrderedJson report() const;
+  // --bundle: the audit bundle of every record with a final result; an exit code.
+  int write_bench_bundle(const OrderedJson& report) const;
   // Adds r's measurement to --db (when given and r was timed on the GPU); a failure is reported, not fatal.
   void record_measurement(const BenchRecord& r);
 
@@ -237,6 +219,7 @@ void BenchRun::build_loop() {
         r.result.device.clear();
         r.result.t_candidate.reset();
       }
+      (void)write_file(r.out_dir / "build.log", build_log_text(turn->built.build));
       line = r.built ? "built in " + format_seconds(r.build_seconds) : "compile error";
       torch = turn->graph.torch_version;
     }
@@ -259,6 +242,9 @@ void BenchRun::build_loop() {
 
 void BenchRun::verify_loop() {
   sandbox::HarnessWorker worker;
+  // Warms the baseline cache for the serial profile phase; a worker of its own, because the cache is
+  // writable only where no candidate runs (sandbox/isolation.h).
+  sandbox::HarnessWorker baselines({.baselines_writer = true});
   for (;;) {
     size_t i;
     {
@@ -275,24 +261,37 @@ void BenchRun::verify_loop() {
     auto res = worker.evaluate(req);
     BenchRecord safer;  // the fallback's candidate when the first one was wrong (built outside the lock)
     const bool fell_back = res.is_ok() && falls_back(res->outcome) && fall_back(r, res.value(), worker, safer);
+    bool warm_baselines = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fell_back) {
+        r = std::move(safer);
+        res = r.result;
+      }
+      if (isolation_.empty()) isolation_ = worker.isolation();
+      r.skipped = false;
+      r.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!res.is_ok()) {
+        r.result.outcome = sandbox::Outcome::kRuntimeFault;
+        r.result.message = "kforge could not run the harness: " + res.status().message();
+      } else {
+        r.result = std::move(res).value();
+        if (!r.result.torch_version.empty()) torch_ = r.result.torch_version;
+      }
+      progress(r, std::string("verify: ") + sandbox::outcome_name(r.result.outcome) +
+                      (r.result.outcome == sandbox::Outcome::kOk ? "" : " " + r.result.message.substr(0, 100)));
+      save();
+      warm_baselines = args_.profile && r.result.outcome == sandbox::Outcome::kOk;
+    }
+    if (warm_baselines) precompile_baselines(baselines, r);
+  }
+}
+
+void BenchRun::precompile_baselines(sandbox::HarnessWorker& baselines, const BenchRecord& r) {
+  auto s = baselines.precompile(r.problem.path, protocol_);
+  if (!s.is_ok()) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (fell_back) {
-      r = std::move(safer);
-      res = r.result;
-    }
-    if (isolation_.empty()) isolation_ = worker.isolation();
-    r.skipped = false;
-    r.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!res.is_ok()) {
-      r.result.outcome = sandbox::Outcome::kRuntimeFault;
-      r.result.message = "kforge could not run the harness: " + res.status().message();
-    } else {
-      r.result = std::move(res).value();
-      if (!r.result.torch_version.empty()) torch_ = r.result.torch_version;
-    }
-    progress(r, std::string("verify: ") + sandbox::outcome_name(r.result.outcome) +
-                    (r.result.outcome == sandbox::Outcome::kOk ? "" : " " + r.result.message.substr(0, 100)));
-    save();
+    progress(r, "baselines not precompiled (profile compiles them): " + s.status().message().substr(0, 100));
   }
 }
 
@@ -358,7 +357,6 @@ void BenchRun::profile_all() {
     }
     sandbox::EvalRequest req = verify_request(r);
     req.verify = false;  // verified above, on fresh inputs
-    req.precompile = false;
     req.profile = true;
     req.trials = args_.trials;
     req.timeout_seconds = 600;
@@ -415,7 +413,7 @@ OrderedJson BenchRun::report() const {
   j["torch"] = torch_;
   j["protocol"] = protocol_.name;
   j["commit"] = kforge_commit();
-  j["date"] = today();
+  j["date"] = today_utc();
   j["suite"] = fs::absolute(args_.suite).lexically_normal().string();
   j["predicted"] = device_ != "cuda";
   j["disabled_skills"] = args_.common.disabled_skills;
@@ -447,6 +445,22 @@ void BenchRun::save() {
   std::string text = report().dump(1) + "\n";
   (void)write_file(out_ / "bench.json", text);
   if (!args_.json_out.empty()) (void)write_file(args_.json_out, text);
+}
+
+int BenchRun::write_bench_bundle(const OrderedJson& rep) const {
+  std::vector<BundleProblem> problems;
+  for (const auto& r : records_) {
+    if (r.skipped) continue;
+    problems.push_back({r.problem.level, r.problem.name, r.problem.path, r.out_dir, record_json(r)});
+  }
+  OrderedJson header = rep;
+  header.erase("problems");
+  auto n = write_bundle(args_.bundle, problems,
+                        {.command = "bench", .header = header, .protocol = protocol_, .common = args_.common});
+  if (!n.is_ok()) return report_error(n.status(), "bench");
+  std::cout << "wrote the audit bundle " << args_.bundle << " (" << n.value()
+            << " problems; tar -xzf it and read kforge-bundle/README.md)\n";
+  return kExitOk;
 }
 
 int BenchRun::run() {
@@ -508,6 +522,9 @@ int BenchRun::run() {
   std::cout << "wrote " << (out_ / "bench.json").string();
   if (!args_.json_out.empty()) std::cout << " and " << args_.json_out;
   std::cout << "\n";
+  if (!args_.bundle.empty()) {
+    if (int code = write_bench_bundle(rep); code != kExitOk) return code;
+  }
   return failed.empty() ? kExitOk : kExitFailedResult;
 }
 
@@ -558,6 +575,12 @@ int run_bench(const BenchArgs& a) {
                  "start over, or pick another --out\n",
                  out.c_str());
     return kExitUserError;
+  }
+  if (!a.bundle.empty()) {
+    if (auto s = check_bundle_target(a.bundle, a.force); !s.is_ok()) {
+      std::fprintf(stderr, "kforge bench: error: %s\n", s.message().c_str());
+      return kExitUserError;
+    }
   }
   if (auto s = prepare_out_dir(out, a.force || a.resume); !s.is_ok()) {
     std::fprintf(stderr, "kforge bench: error: %s\n", s.message().c_str());

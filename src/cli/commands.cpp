@@ -9,6 +9,7 @@
 
 #include "base/files.h"
 #include "base/table.h"
+#include "cli/bundle.h"
 #include "cli/evaluate.h"
 #include "cli/pipeline.h"
 #include "codegen/export_kernelbench.h"
@@ -105,13 +106,7 @@ int finish(const Turn& t, const Protocol& protocol, const sandbox::EvalResult& r
   if (!t.attempts.empty()) report["attempts"] = t.attempts;
   report["out_dir"] = fs::absolute(out_dir).string();
   if (auto s = write_file(out_dir / "report.json", report.dump(2) + "\n"); !s.is_ok()) return report_error(s, command);
-  if (!t.built.build.ok) {
-    std::string log;
-    for (const auto& c : t.built.build.compiles) {
-      if (!c.ok) log += "==> " + c.file + "\n" + c.log + "\n";
-    }
-    (void)write_file(out_dir / "build.log", log);
-  }
+  (void)write_file(out_dir / "build.log", build_log_text(t.built.build));
   if (json) {
     std::cout << report.dump(2) << "\n";
   } else {
@@ -142,6 +137,9 @@ int run_optimize(const OptimizeArgs& a) {
   auto device = resolve_device(a.device);
   if (!device.is_ok()) return report_error(device.status(), "optimize");
   fs::path out = a.out_dir.empty() ? fs::path("out") / fs::path(a.problem).stem() : fs::path(a.out_dir);
+  if (!a.bundle.empty()) {
+    if (auto s = check_bundle_target(a.bundle, a.force); !s.is_ok()) return report_error(s, "optimize");
+  }
   auto t = import_plan_build(a.problem, protocol.value(), out,
                              {.plan = plan_options(a.common),
                               .agent = AgentOptions{.policy = a.policy,
@@ -198,7 +196,25 @@ int run_optimize(const OptimizeArgs& a) {
       t->attempts = attempts;
     }
   }
-  return finish(t.value(), protocol.value(), result, out, a.common.json, "optimize");
+  const int code = finish(t.value(), protocol.value(), result, out, a.common.json, "optimize");
+  if (a.bundle.empty() || (code != kExitOk && code != kExitFailedResult)) return code;
+  auto report = read_file(out / "report.json");
+  auto record = report.is_ok() ? parse_json(report.value(), "report.json") : StatusOr<Json>(report.status());
+  if (!record.is_ok()) return report_error(record.status(), "optimize");
+  OrderedJson header;
+  header["commit"] = kforge_commit();
+  header["date"] = today_utc();
+  header["device"] = result.predicted ? std::string("cpu (roofline of NVIDIA H200)") : result.device;
+  header["torch"] = t->graph.torch_version;
+  header["predicted"] = result.predicted;
+  OrderedJson rec = OrderedJson::parse(record->dump());
+  rec["outcome"] = sandbox::outcome_name(result.outcome);
+  rec["predicted"] = result.predicted;
+  auto n = write_bundle(a.bundle, {{"", fs::path(a.problem).stem().string(), a.problem, out, rec}},
+                        {.command = "optimize", .header = header, .protocol = protocol.value(), .common = a.common});
+  if (!n.is_ok()) return report_error(n.status(), "optimize");
+  std::fprintf(stderr, "wrote the audit bundle %s\n", a.bundle.c_str());
+  return code;
 }
 
 int run_evaluate(const EvaluateArgs& a) {
@@ -234,53 +250,59 @@ int run_evaluate(const EvaluateArgs& a) {
   return r->outcome == sandbox::Outcome::kOk ? kExitOk : kExitFailedResult;
 }
 
-int run_export(const ExportArgs& a) {
-  auto protocol = protocol_from_name(a.common.protocol);
-  if (!protocol.is_ok()) return report_error(protocol.status(), "export");
+StatusOr<KernelbenchFile> kernelbench_file(const std::string& input, const std::string& schedule,
+                                           const Protocol& protocol, const CommonOptions& common,
+                                           bool allow_library_only) {
   std::error_code ec;
-  std::string graph_path = a.input;
-  std::string schedule_path = a.schedule;
-  if (fs::is_directory(a.input, ec)) {
-    graph_path = (fs::path(a.input) / "graph.json").string();
+  std::string graph_path = input;
+  std::string schedule_path = schedule;
+  if (fs::is_directory(input, ec)) {
+    graph_path = (fs::path(input) / "graph.json").string();
     if (!fs::exists(graph_path, ec))
-      return report_error(invalid_argument(a.input + " has no graph.json: give an output directory of `kforge "
-                                                     "optimize` or `kforge build`, a problem .py or a graph .json"),
-                          "export");
-    if (schedule_path.empty() && fs::exists(fs::path(a.input) / "schedule.json", ec))
-      schedule_path = (fs::path(a.input) / "schedule.json").string();
+      return invalid_argument(input +
+                              " has no graph.json: give an output directory of `kforge optimize` or `kforge "
+                              "build`, a problem .py or a graph .json");
+    if (schedule_path.empty() && fs::exists(fs::path(input) / "schedule.json", ec))
+      schedule_path = (fs::path(input) / "schedule.json").string();
   }
-  if (a.out != "-" && fs::exists(a.out, ec) && !a.force)
-    return report_error(invalid_argument(a.out + " exists; pick another -o, or pass --force to overwrite it"),
-                        "export");
-  auto g = load_graph_or_problem(graph_path, protocol->mode);
-  if (!g.is_ok()) return report_error(g.status(), "export");
-  auto s = load_or_plan_schedule(g.value(), schedule_path, plan_options(a.common));
-  if (!s.is_ok()) return report_error(s.status(), "export");
-  std::string source = reference_source_of(g.value());
+  KF_ASSIGN_OR_RETURN(ir::Graph g, load_graph_or_problem(graph_path, protocol.mode));
+  KF_ASSIGN_OR_RETURN(schedule::Schedule s, load_or_plan_schedule(g, schedule_path, plan_options(common)));
+  KernelbenchFile file;
+  std::string source = reference_source_of(g);
   if (source.empty())
-    return report_error(not_found("cannot read the problem source " + g->source + " that the graph was traced from"),
-                        "export");
-  codegen::KernelbenchExportOptions options{.allow_library_only = a.allow_library_only};
+    return not_found("cannot read the problem source " + g.source + " that the graph was traced from");
+  codegen::KernelbenchExportOptions options{.allow_library_only = allow_library_only};
   if (auto broken = codegen::kernelbench_strict_rule_violations(source); !broken.empty()) {
     // Upstream's checker reads words like `pass` or `except` in docstrings and comments as code:
     // the file then holds the problem's source without them (same code, same behaviour).
-    auto stripped = sandbox::problem_source_without_docstrings(g->source);
+    auto stripped = sandbox::problem_source_without_docstrings(g.source);
     if (stripped.is_ok() && codegen::kernelbench_strict_rule_violations(stripped.value()).empty()) {
-      std::fprintf(stderr,
-                   "kforge export: the problem's source breaks a rule of upstream's checker (%s); the file "
-                   "holds it without its docstrings and comments\n",
-                   broken.front().c_str());
+      file.note = "the problem's source breaks a rule of upstream's checker (" + broken.front() +
+                  "); the file holds it without its docstrings and comments";
       source = stripped.value();
       options.source_change = "docstrings and comments (upstream's checker read a word in them as code)";
     }
   }
-  auto program = codegen::emit_program(g.value(), s.value(), {.library_file = "", .reference_source = source});
-  if (!program.is_ok()) return report_error(program.status(), "export");
-  auto text = codegen::export_kernelbench(g.value(), program.value(), source, options);
-  if (!text.is_ok()) return report_error(text.status(), "export");
-  auto st = write_or_print(a.out, text.value());
+  const codegen::ProgramOptions program_options{.library_file = "", .reference_source = source};
+  KF_ASSIGN_OR_RETURN(codegen::Program program, codegen::emit_program(g, s, program_options));
+  KF_ASSIGN_OR_RETURN(file.text, codegen::export_kernelbench(g, program, source, options));
+  file.kernels = program.kernels.size();
+  return file;
+}
+
+int run_export(const ExportArgs& a) {
+  auto protocol = protocol_from_name(a.common.protocol);
+  if (!protocol.is_ok()) return report_error(protocol.status(), "export");
+  std::error_code ec;
+  if (a.out != "-" && fs::exists(a.out, ec) && !a.force)
+    return report_error(invalid_argument(a.out + " exists; pick another -o, or pass --force to overwrite it"),
+                        "export");
+  auto file = kernelbench_file(a.input, a.schedule, protocol.value(), a.common, a.allow_library_only);
+  if (!file.is_ok()) return report_error(file.status(), "export");
+  if (!file->note.empty()) std::fprintf(stderr, "kforge export: %s\n", file->note.c_str());
+  auto st = write_or_print(a.out, file->text);
   if (!st.is_ok()) return report_error(st, "export");
-  if (a.out != "-") std::fprintf(stderr, "wrote %s (%zu kernels inline)\n", a.out.c_str(), program->kernels.size());
+  if (a.out != "-") std::fprintf(stderr, "wrote %s (%zu kernels inline)\n", a.out.c_str(), file->kernels);
   return kExitOk;
 }
 

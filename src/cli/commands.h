@@ -72,6 +72,7 @@ struct OptimizeArgs {
   std::string checkpoint;  // a `kforge train` checkpoint: the learned policy instead of `policy`
   std::string correction;  // a `kforge costmodel fit --out` file: the cost model with it (cpu)
   bool planned = false;    // plan on the cost model; the device judges the first schedule and the end
+  std::string bundle;      // write the audit bundle (cli/bundle.h) here, a .tar.gz
   CommonOptions common;
 };
 int run_optimize(const OptimizeArgs& a);
@@ -86,6 +87,17 @@ struct ExportArgs {
   CommonOptions common;
 };
 int run_export(const ExportArgs& a);
+
+// The program of `input` (an optimize/build output directory, a problem .py or a graph .json) as one
+// KernelBench ModelNew file, as `kforge export --format kernelbench` writes it.
+struct KernelbenchFile {
+  std::string text;
+  std::string note;  // what was changed so that upstream's checker reads the source (empty: nothing)
+  size_t kernels = 0;
+};
+StatusOr<KernelbenchFile> kernelbench_file(const std::string& input, const std::string& schedule,
+                                           const sandbox::Protocol& protocol, const CommonOptions& common,
+                                           bool allow_library_only);
 
 struct EvaluateArgs {
   std::string problem;    // the KernelBench-format reference
@@ -111,7 +123,8 @@ struct BenchArgs {
   double time_limit = 0;  // seconds; past it no new problem is started (0: none)
   bool resume = false;    // continue the run in out_dir: problems that have results are not redone
   bool force = false;
-  std::string db;  // record every measured candidate in this measurement database (SQLite)
+  std::string db;      // record every measured candidate in this measurement database (SQLite)
+  std::string bundle;  // write the audit bundle (cli/bundle.h) here, a .tar.gz
   CommonOptions common;
 };
 int run_bench(const BenchArgs& a);

@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
   opt->add_flag("--planned", opt_args.planned,
                 "the policy plays its episode on the cost model (free); the --device judges the first schedule and "
                 "the plan's end, and the policy goes on from there with every turn judged until it stops");
+  opt->add_option("--bundle", opt_args.bundle,
+                  "also write an audit bundle (FILE.tar.gz) of the result: sources, schedule, build log, report, an "
+                  "upstream-KernelBench export and a script that runs upstream's evaluator on it");
   add_common(opt, opt_args.common);
   add_timing_options(opt, opt_args.common.timing);
 
@@ -109,7 +112,11 @@ int main(int argc, char** argv) {
       ->add_option("--time-limit", bench_args.time_limit,
                    "seconds; past it no new problem is started and the table covers what finished")
       ->check(CLI::NonNegativeNumber);
-  bench->add_flag("--force", bench_args.force, "write into an existing directory kforge did not make");
+  bench->add_flag("--force", bench_args.force,
+                  "write into an existing directory kforge did not make; overwrite an existing --bundle file");
+  bench->add_option("--bundle", bench_args.bundle,
+                    "also write an audit bundle (FILE.tar.gz): every problem's sources, schedule, build log, record, "
+                    "an upstream-KernelBench export and a script that runs upstream's evaluator on them");
   bench->add_option(
       "--db", bench_args.db,
       "record every candidate measured on the GPU in this measurement database (SQLite; created if absent)");

@@ -106,9 +106,12 @@ Status HarnessWorker::start() {
   }
   const std::string id = std::to_string(::getpid()) + "-" + std::to_string(process_.starts());
   scratch_ = fs::temp_directory_path() / ("kforge-worker-" + id);
-  KF_ASSIGN_OR_RETURN(isolation_, prepare_isolation({.mode = options_.isolation,
-                                                     .scratch = scratch_,
-                                                     .shared_cache = default_cache_dir() / "torch"}));
+  KF_ASSIGN_OR_RETURN(isolation_,
+                      prepare_isolation({.mode = options_.isolation,
+                                         .scratch = scratch_,
+                                         .baseline_cache = options_.baseline_cache.empty() ? baseline_cache_dir()
+                                                                                           : options_.baseline_cache,
+                                         .baselines_writer = options_.baselines_writer}));
   std::string pythonpath = (home / "python").string();
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += std::string(":") + old;
   spec_ = {};
@@ -129,6 +132,32 @@ void HarnessWorker::stop() {
   scratch_.clear();
 }
 
+StatusOr<double> HarnessWorker::precompile(const fs::path& problem, const Protocol& protocol, double timeout_seconds) {
+  if (!options_.baselines_writer)
+    return internal_error("precompile on a worker that is not a baselines worker (HarnessOptions.baselines_writer)");
+  double timeout = timeout_seconds;
+  if (!process_.running()) {
+    stop();
+    KF_RETURN_IF_ERROR(start());
+    timeout += options_.start_timeout_seconds;
+  }
+  Json req = {{"cmd", "precompile_reference"},
+              {"problem", fs::absolute(problem).string()},
+              {"protocol", protocol_to_json(protocol)}};
+  const LineWorker::Reply reply = process_.ask(req.dump(), timeout, &spec_);
+  if (reply.kind != LineWorker::Reply::kAnswer) {
+    const std::string tail = process_.stderr_tail();
+    stop();
+    return external_error(std::string("the baselines worker ") +
+                          (reply.kind == LineWorker::Reply::kTimeout ? "gave no answer in time" : "died") +
+                          (tail.empty() ? "" : ": " + tail));
+  }
+  KF_ASSIGN_OR_RETURN(Json j, parse_json(reply.line, "the baselines worker's answer"));
+  if (!j.contains("precompile_seconds") || !j["precompile_seconds"].is_number())
+    return external_error("precompile failed: " + j.value("message", reply.line.substr(0, 300)));
+  return j["precompile_seconds"].get<double>();
+}
+
 StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
   double timeout = request.timeout_seconds;
   if (!process_.running()) {
@@ -142,7 +171,6 @@ StatusOr<EvalResult> HarnessWorker::evaluate(const EvalRequest& request) {
               {"timing", timing_to_json(request.timing)},
               {"verify", request.verify},
               {"profile", request.profile},
-              {"precompile", request.precompile},
               {"static_check", request.static_check},
               {"trials", request.trials}};
   EvalResult failed;

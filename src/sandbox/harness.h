@@ -24,7 +24,6 @@ struct EvalRequest {
   Timing timing;                    // with profile: the method and the baselines timed beside the candidate
   bool verify = true;
   bool profile = false;      // time the candidate and timing.baselines (after verifying, if verify)
-  bool precompile = false;   // after a correct verify: compile the reference once to warm inductor's cache
   bool static_check = true;  // refuse (forbidden) a candidate whose source breaks a rule, before it runs
   int trials = 30;
   double timeout_seconds = 300;  // for the whole request; past it the worker is killed: outcome timeout
@@ -35,6 +34,10 @@ struct HarnessOptions {
   std::vector<std::string> extra_env;  // "NAME=value"
   double start_timeout_seconds = 120;  // importing torch and creating the CUDA context
   std::string isolation;               // "auto" (default: $KFORGE_SANDBOX or auto), "bwrap" or "none"
+  // A baselines worker: it only precompiles references (precompile()) into the baseline cache, which
+  // is writable in its sandbox alone; it never loads a candidate. Other workers see the cache read-only.
+  bool baselines_writer = false;
+  std::filesystem::path baseline_cache;  // default: baseline_cache_dir() (one per run)
 };
 
 class HarnessWorker {
@@ -47,6 +50,12 @@ class HarnessWorker {
   // Never fails as a call: a broken candidate or worker is an outcome in the result. A Status
   // error means kforge itself cannot run the harness (no python, no kforge tree).
   StatusOr<EvalResult> evaluate(const EvalRequest& request);
+
+  // A baselines worker (options.baselines_writer): compiles the problem's reference with
+  // torch.compile into the baseline cache, so that the candidates' workers, which copy their
+  // problem's part privately, find it warm. Returns the seconds it took; failures are errors.
+  StatusOr<double> precompile(const std::filesystem::path& problem, const Protocol& protocol,
+                              double timeout_seconds = 600);
 
   int starts() const { return process_.starts(); }  // worker processes started so far (1 + restarts)
   // Ends the worker (and the candidate's process with it): the next evaluate starts fresh ones, with

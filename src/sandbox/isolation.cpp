@@ -2,6 +2,7 @@
 #include "sandbox/isolation.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -25,17 +26,6 @@ std::string find_bwrap() {
   fs::path beside = executable_dir() / "bin" / "bwrap";
   std::error_code ec;
   return fs::exists(beside, ec) ? beside.string() : "";
-}
-
-std::vector<std::string> bwrap_args(const std::string& bwrap, const IsolationOptions& o) {
-  std::vector<std::string> a = {bwrap,  "--ro-bind", "/",     "/",      "--dev-bind",       "/dev",
-                                "/dev", "--proc",    "/proc", "--bind", o.scratch.string(), o.scratch.string()};
-  if (!o.shared_cache.empty()) a.insert(a.end(), {"--bind", o.shared_cache.string(), o.shared_cache.string()});
-  // No capabilities inside (kforge may run as root): with the harness's checker not dumpable, the
-  // candidate's process cannot ptrace it or read /proc/<checker>/mem.
-  a.insert(a.end(), {"--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-                     "--cap-drop", "ALL", "--"});
-  return a;
 }
 
 // A trial run: bubblewrap may exist and still fail (no user namespaces).
@@ -85,6 +75,51 @@ std::string make_cgroup(const IsolationOptions& o, const std::string& name, std:
 
 }  // namespace
 
+fs::path baseline_cache_dir() {
+  // One per process, removed at exit (atexit: the harness workers that use it are gone by then).
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("kforge-baselines-" + std::to_string(::getpid()));
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    ::chmod(d.c_str(), 0700);
+    std::atexit([] {
+      std::error_code e;
+      fs::remove_all(fs::temp_directory_path() / ("kforge-baselines-" + std::to_string(::getpid())), e);
+    });
+    return d;
+  }();
+  return dir;
+}
+
+std::vector<std::string> bwrap_arguments(const std::string& bwrap, const IsolationOptions& o) {
+  std::vector<std::string> a = {bwrap,  "--ro-bind", "/",     "/",      "--dev-bind",       "/dev",
+                                "/dev", "--proc",    "/proc", "--bind", o.scratch.string(), o.scratch.string()};
+  // Read-only unless this worker writes the baselines (and runs no candidate): bound after "/" so that
+  // it stays read-only even where it lies under the scratch's parent.
+  if (!o.baseline_cache.empty())
+    a.insert(a.end(),
+             {o.baselines_writer ? "--bind" : "--ro-bind", o.baseline_cache.string(), o.baseline_cache.string()});
+  // No capabilities inside (kforge may run as root): with the harness's checker not dumpable, the
+  // candidate's process cannot ptrace it or read /proc/<checker>/mem.
+  a.insert(a.end(), {"--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+                     "--cap-drop", "ALL", "--"});
+  return a;
+}
+
+std::vector<std::string> isolation_env(const IsolationOptions& o) {
+  // A baselines worker compiles into the baseline cache itself; any other compiles into its scratch.
+  const fs::path cache = o.baselines_writer && !o.baseline_cache.empty() ? o.baseline_cache : o.scratch / "torch-cache";
+  std::vector<std::string> env = {"TMPDIR=" + (o.scratch / "tmp").string(), "HOME=" + o.scratch.string(),
+                                  "TORCH_EXTENSIONS_DIR=" + (o.scratch / "torch_extensions").string(),
+                                  "TORCHINDUCTOR_CACHE_DIR=" + (cache / "inductor").string(),
+                                  "TRITON_CACHE_DIR=" + (cache / "triton").string()};
+  if (!o.baseline_cache.empty()) {
+    env.push_back("KFORGE_BASELINE_CACHE=" + o.baseline_cache.string());
+    if (o.baselines_writer) env.push_back("KFORGE_HARNESS_ROLE=baselines");
+  }
+  return env;
+}
+
 StatusOr<Isolation> prepare_isolation(const IsolationOptions& options) {
   IsolationOptions o = options;
   if (o.mode.empty()) {
@@ -99,20 +134,21 @@ StatusOr<Isolation> prepare_isolation(const IsolationOptions& options) {
   Isolation iso;
   const fs::path tmp = o.scratch / "tmp";
   fs::create_directories(tmp, ec);
-  iso.env = {"TMPDIR=" + tmp.string(), "HOME=" + o.scratch.string(),
-             "TORCH_EXTENSIONS_DIR=" + (o.scratch / "torch_extensions").string()};
-  if (!o.shared_cache.empty()) {
-    fs::create_directories(o.shared_cache, ec);
-    iso.env.push_back("TORCHINDUCTOR_CACHE_DIR=" + (o.shared_cache / "inductor").string());
-    iso.env.push_back("TRITON_CACHE_DIR=" + (o.shared_cache / "triton").string());
+  iso.env = isolation_env(o);
+  if (!o.baseline_cache.empty()) {
+    fs::create_directories(o.baseline_cache, ec);
+    if (ec) return external_error("cannot create the baseline cache " + o.baseline_cache.string());
   }
   std::string how;
   if (o.mode != "none") {
     const std::string bwrap = find_bwrap();
-    std::vector<std::string> prefix = bwrap.empty() ? std::vector<std::string>{} : bwrap_args(bwrap, o);
+    std::vector<std::string> prefix = bwrap.empty() ? std::vector<std::string>{} : bwrap_arguments(bwrap, o);
     if (!prefix.empty() && bwrap_works(prefix)) {
       iso.argv_prefix = prefix;
-      how = "bubblewrap (no network, read-only tree, private scratch, own PID namespace)";
+      how = "bubblewrap (no network, read-only tree, private scratch, own PID namespace";
+      if (!o.baseline_cache.empty())
+        how += o.baselines_writer ? ", writes the baseline cache and runs no candidate" : ", baseline cache read-only";
+      how += ")";
     } else if (o.mode == "bwrap") {
       return external_error(bwrap.empty()
                                 ? "KFORGE_SANDBOX=bwrap: bubblewrap not found (Debian: apt-get install "

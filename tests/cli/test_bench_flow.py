@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(os.path.dirname(__file__), "../../build/kforge"))
-SHARED = os.path.join(os.path.dirname(__file__), "../../../shared/kernelbench")
+# Problems shipped with kforge (tests/problems): no sibling ../shared folder needed.
+PROBLEMS = os.path.join(os.path.dirname(__file__), "../problems")
 
 FAKE = r'''#!PYTHON
 import json, os, sys
@@ -40,7 +41,7 @@ def test_bench_gpu_flow_with_a_stand_in_harness(tmp_path):
     suite = tmp_path / "suite" / "level1"
     suite.mkdir(parents=True)
     for name in ("19_ReLU.py", "20_LeakyReLU.py", "21_Sigmoid.py", "22_Tanh.py"):
-        (suite / name).write_text(open(os.path.join(SHARED, "level1", name)).read())
+        (suite / name).write_text(open(os.path.join(PROBLEMS, "level1", name)).read())
     env = dict(os.environ, KFORGE_SANDBOX="none", KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
     js = tmp_path / "bench.json"
     r = subprocess.run([KFORGE, "bench", "--suite", str(tmp_path / "suite"), "--json", str(js), "--out",
@@ -74,7 +75,7 @@ def test_bench_time_limit_leaves_unreached_problems_out(tmp_path):
     fake.chmod(0o755)
     env = dict(os.environ, KFORGE_SANDBOX="none", KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
     js = tmp_path / "bench.json"
-    r = subprocess.run([KFORGE, "bench", "--suite", os.path.join(SHARED, "level1"), "--only",
+    r = subprocess.run([KFORGE, "bench", "--suite", os.path.join(PROBLEMS, "level1"), "--only",
                         "19_ReLU,21_Sigmoid,22_Tanh,23_Softmax,24_LogSoftmax,25_Swish", "--json", str(js),
                         "--out", str(tmp_path / "out"), "--time-limit", "0.5", "-j", "1", "--no-profile"],
                        capture_output=True, text=True, env=env, timeout=600)
@@ -110,7 +111,7 @@ def test_bench_killed_midway_resumes_without_losing_or_repeating(tmp_path):
     log = tmp_path / "requests.log"
     env = dict(os.environ, KFORGE_SANDBOX="none", KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake), FAKE_LOG=str(log))
     only = "19_ReLU,20_LeakyReLU,21_Sigmoid,22_Tanh,23_Softmax,24_LogSoftmax"
-    args = [KFORGE, "bench", "--suite", os.path.join(SHARED, "level1"), "--only", only, "--out",
+    args = [KFORGE, "bench", "--suite", os.path.join(PROBLEMS, "level1"), "--only", only, "--out",
             str(tmp_path / "out"), "--workers", "1", "-j", "2", "--trials", "2"]
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     bench = tmp_path / "out" / "bench.json"

@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(os.path.dirname(__file__), "../../build/kforge"))
-SHARED = os.path.join(os.path.dirname(__file__), "../../../shared/kernelbench")
+# Problems shipped with kforge (tests/problems): no sibling ../shared folder needed.
+PROBLEMS = os.path.join(os.path.dirname(__file__), "../problems")
 
 
 def kforge(*args, cwd=None):
@@ -99,7 +100,7 @@ def test_out_dir_with_foreign_files_is_not_overwritten(tmp_path):
     out = tmp_path / "precious"
     out.mkdir()
     (out / "thesis.txt").write_text("mine")
-    r = kforge("optimize", os.path.join(SHARED, "level1/19_ReLU.py"), "--out", str(out), "--device", "cpu")
+    r = kforge("optimize", os.path.join(PROBLEMS, "level1/19_ReLU.py"), "--out", str(out), "--device", "cpu")
     assert r.returncode == 2
     assert "did not write" in r.stderr and "--force" in r.stderr
     assert (out / "thesis.txt").read_text() == "mine"
@@ -130,9 +131,9 @@ def test_skills_lists_the_catalogue_in_planner_order():
     as_json = json.loads(kforge("skills", "--json").stdout)
     assert [s["name"] for s in as_json] == listed and all(s["summary"] for s in as_json)
     # Every listed skill is a valid --disable-skill name; an unknown one is refused with the list.
-    r = kforge("plan", os.path.join(SHARED, "level1/19_ReLU.py"), "--disable-skill", listed[-1])
+    r = kforge("plan", os.path.join(PROBLEMS, "level1/19_ReLU.py"), "--disable-skill", listed[-1])
     assert r.returncode == 0, r.stderr
-    r = kforge("plan", os.path.join(SHARED, "level1/19_ReLU.py"), "--disable-skill", "cudnn_fastest_engine")
+    r = kforge("plan", os.path.join(PROBLEMS, "level1/19_ReLU.py"), "--disable-skill", "cudnn_fastest_engine")
     assert r.returncode == 2 and "conv_epilogue" in r.stderr, r.stderr
 
 
@@ -147,7 +148,7 @@ def load_model_new(path):
 def test_model_new_checks_a_specialized_scalar_argument(tmp_path):
     # get_inputs() passes s = 3.14; the kernels are specialized to it, and ModelNew says so when
     # called with another value (before it needs a GPU), and accepts the built value.
-    problem = os.path.join(SHARED, "level1/5_Matrix_scalar_multiplication.py")
+    problem = os.path.join(PROBLEMS, "level1/5_Matrix_scalar_multiplication.py")
     out = tmp_path / "out"
     r = kforge("build", problem, "--out", str(out))
     assert r.returncode == 0, r.stderr

@@ -114,7 +114,7 @@ def test_an_exception_in_verification_is_a_runtime_fault_not_a_harness_error():
     saved = h.verify
     h.verify = failing_verify
     try:
-        res = h.run_candidate({}, None, None, h.protocol_from("cuda-agent"), "cpu", True, False, False, 1, h.Timing())
+        res = h.run_candidate({}, None, None, h.protocol_from("cuda-agent"), "cpu", True, False, 1, h.Timing())
     finally:
         h.verify = saved
     assert res["outcome"] == "runtime_fault"

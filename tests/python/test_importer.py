@@ -22,11 +22,15 @@ OPS_DEF = os.path.join(ROOT, "src", "ir", "ops.def")
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
 
-def kb(rel):
+def kb_path(rel):
     path = os.path.join(KB, rel)
     if not os.path.exists(path):
         pytest.skip(f"{path} not present")
-    return importer.import_problem(path)
+    return path
+
+
+def kb(rel):
+    return importer.import_problem(kb_path(rel))
 
 
 def write_problem(tmp_path, forward, inputs="torch.rand(4, 8)", init="", args="x", init_args="[]", extra=""):
@@ -56,8 +60,11 @@ def ops_of(g):
 
 # ---------------------------------------------------------------- the benchmark suite
 
-@pytest.mark.skipif(not PROBLEMS, reason="KernelBench problems not present")
-@pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: "/".join(p.split("/")[-2:]))
+# Without ../shared/kernelbench there is one test, reported as skipped with the reason (an empty
+# parameter list would hand the ids function pytest's NOTSET and fail the whole file's collection).
+@pytest.mark.parametrize("path", PROBLEMS or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no KernelBench problems in ../shared/kernelbench (the sweep over them runs where it exists)"))],
+                         ids=lambda p: "/".join(p.split("/")[-2:]) if isinstance(p, str) else "shared_kernelbench")
 def test_every_problem_imports(path):
     for mode in ("eval", "train"):
         g = importer.import_problem(path, mode)
@@ -131,7 +138,7 @@ def test_input_dists():
 
 
 def test_train_mode_batch_norm():
-    g = importer.import_problem(os.path.join(KB, "level2/97_Matmul_BatchNorm_BiasAdd_Divide_Swish.py"), "train")
+    g = importer.import_problem(kb_path("level2/97_Matmul_BatchNorm_BiasAdd_Divide_Swish.py"), "train")
     bn = g["nodes"][1]
     assert bn["op"] == "batch_norm" and bn["attrs"] == {"training": True, "momentum": 0.1, "eps": 1e-5}
     paths = {p["id"]: p["path"] for p in g["params"]}

@@ -22,7 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kReLU = fs::path(KFORGE_SOURCE_DIR) / ".." / "shared" / "kernelbench" / "level1" / "19_ReLU.py";
+// Shipped with kforge (tests/problems): the tests run on a clone with no sibling ../shared folder.
+const fs::path kReLU = fs::path(KFORGE_SOURCE_DIR) / "tests" / "problems" / "level1" / "19_ReLU.py";
 
 // A stand-in for `python3 -m kforge.harness --serve`: logs each request to $FAKE_DIR/requests.jsonl and
 // answers as $FAKE_DIR/mode says (ok, wrong, crash, oom: out of GPU memory every time, or oom-once: out

@@ -160,6 +160,11 @@ for line in sys.stdin:
         probes["write_scratch"] = "written"
     except OSError:
         probes["write_scratch"] = "refused"
+    try:
+        open(os.path.join(os.environ["KFORGE_BASELINE_CACHE"], "poisoned"), "w").write("x")
+        probes["write_baseline_cache"] = "written"
+    except OSError:
+        probes["write_baseline_cache"] = "refused"
     print(json.dumps({"outcome": "ok", "message": json.dumps(probes)}), flush=True)
 )";
 
@@ -167,6 +172,7 @@ TEST_F(HarnessWorkerTest, TheSandboxRefusesNetworkAndWritesOutsideItsScratch) {
   std::ofstream(script_) << kProbeWorker;
   HarnessOptions o = options();
   o.isolation = "bwrap";
+  o.baseline_cache = dir_ / "baselines";
   HarnessWorker w(o);
   auto a = w.evaluate(request("probe"));
   if (!a.is_ok() && a.status().message().find("bubblewrap") != std::string::npos)
@@ -178,6 +184,25 @@ TEST_F(HarnessWorkerTest, TheSandboxRefusesNetworkAndWritesOutsideItsScratch) {
   EXPECT_EQ(probes["write_scratch"], "written");
   EXPECT_NE(w.isolation().find("bubblewrap"), std::string::npos) << w.isolation();
   EXPECT_FALSE(std::filesystem::exists(dir_ / "written_by_worker"));
+  // torch.compile's baseline cache: read-only where a candidate may run (sandbox/isolation.h).
+  EXPECT_EQ(probes["write_baseline_cache"], "refused");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "baselines" / "poisoned"));
+}
+
+TEST_F(HarnessWorkerTest, OnlyABaselinesWorkerWritesTheBaselineCache) {
+  std::ofstream(script_) << kProbeWorker;
+  HarnessOptions o = options();
+  o.isolation = "bwrap";
+  o.baseline_cache = dir_ / "baselines";
+  o.baselines_writer = true;
+  HarnessWorker w(o);
+  auto a = w.evaluate(request("probe"));
+  if (!a.is_ok() && a.status().message().find("bubblewrap") != std::string::npos) GTEST_SKIP() << a.status().message();
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  auto probes = Json::parse(a->message);
+  EXPECT_EQ(probes["write_baseline_cache"], "written");
+  EXPECT_EQ(probes["write_outside"], "refused");
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "baselines" / "poisoned"));
 }
 
 TEST_F(HarnessWorkerTest, WithoutTheSandboxTheSameProbesSucceedAndKforgeSaysSo) {
