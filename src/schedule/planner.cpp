@@ -39,7 +39,12 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
     case OpFamily::kTriangle:
     case OpFamily::kIndex:
     case OpFamily::kUnfold:
-    case OpFamily::kPad: return {Impl::kGenerated, "gather"};
+    case OpFamily::kPad:
+    case OpFamily::kResample:
+    case OpFamily::kFold: return {Impl::kGenerated, "gather"};
+    case OpFamily::kOrder:
+    case OpFamily::kCumExtreme: return {Impl::kGenerated, "order"};
+    case OpFamily::kScatter: return {Impl::kGenerated, "scatter"};
   }
   (void)g;
   return {Impl::kGenerated, "elementwise"};
