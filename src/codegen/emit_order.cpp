@@ -64,96 +64,122 @@ std::string store(bool indices, const std::string& p, const std::string& j) {
   return "out[obase + (" + p + ") * inner] = in0[base + (int64_t)(" + j + ") * inner];";
 }
 
+// One row-sorting kernel: its definition and the statements that launch it.
+struct RowKernel {
+  std::string code, launch;
+};
+
+// What the two row kernels share: the rows, their key type, the kept count m and the per-row offsets.
+struct SortRows {
+  const EmitContext& ctx;
+  Row r;
+  int64_t rows = 0, m = 0;
+  bool indices = false;
+  std::string K, params, row_setup;
+};
+
+RowKernel bitonic_rows(const SortRows& s) {
+  const EmitContext& ctx = s.ctx;
+  const Row& r = s.r;
+  const int64_t rows = s.rows, m = s.m;
+  const std::string &K = s.K, &params = s.params, &row_setup = s.row_setup;
+  const bool indices = s.indices;
+  RowKernel k;
+  std::ostringstream os;
+  int64_t P = 1;
+  while (P < r.n) P *= 2;
+  const int block = static_cast<int>(std::clamp<int64_t>(P / 2, 32, 1024));
+  os << "// " << rows << " rows of " << r.n << ": bitonic sort of " << P << " slots per block, the first " << m
+     << " kept\n"
+     << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_kernel(" << params << ") {\n"
+     << "  __shared__ " << K << " keys[" << P << "];\n"
+     << "  __shared__ int pos[" << P << "];\n"
+     << "  for (int64_t row = blockIdx.x; row < " << rows << "LL; row += gridDim.x) {\n"
+     << row_setup << "    __syncthreads();\n"
+     << "    for (int t = threadIdx.x; t < " << P << "; t += blockDim.x) {\n"
+     << "      pos[t] = t;\n"
+     << "      keys[t] = t < " << r.n << " ? kf_key(in0[base + (int64_t)t * inner]) : (" << K << ")0;\n"
+     << "    }\n"
+     << "    for (int size = 2; size <= " << P << "; size <<= 1) {\n"
+     << "      for (int stride = size >> 1; stride > 0; stride >>= 1) {\n"
+     << "        __syncthreads();\n"
+     << "        for (int t = threadIdx.x; t < " << P / 2 << "; t += blockDim.x) {\n"
+     << "          const int a = 2 * t - (t & (stride - 1)), b = a + stride;\n"
+     << "          const int ia = pos[a], ib = pos[b];\n"
+     << "          // padding slots (position >= n) sort after every element, in position order\n"
+     << "          const bool b_first = ib < " << r.n << " ? (ia >= " << r.n
+     << " || kf_before(keys[b], ib, keys[a], ia)) : (ia >= " << r.n << " && ib < ia);\n"
+     << "          if (b_first == ((a & size) == 0)) {\n"
+     << "            const " << K << " k = keys[a];\n"
+     << "            keys[a] = keys[b];\n"
+     << "            keys[b] = k;\n"
+     << "            pos[a] = ib;\n"
+     << "            pos[b] = ia;\n"
+     << "          }\n"
+     << "        }\n"
+     << "      }\n"
+     << "    }\n"
+     << "    __syncthreads();\n"
+     << "    for (int p = threadIdx.x; p < " << m << "; p += blockDim.x) " << store(indices, "p", "pos[p]") << "\n"
+     << "  }\n"
+     << "}\n";
+  k.launch = "  " + ctx.kernel.name + "_kernel<<<kf_grid(" + std::to_string(rows) + "LL, 1), " + std::to_string(block) +
+             ", 0, ctx->stream>>>(" + ctx.in_ptr(0) + ", " + ctx.out_ptr() + ");\n";
+  k.code = os.str();
+  return k;
+}
+
+RowKernel rank_rows(const SortRows& s) {
+  const EmitContext& ctx = s.ctx;
+  const Row& r = s.r;
+  const int64_t rows = s.rows, m = s.m;
+  const std::string &K = s.K, &params = s.params, &row_setup = s.row_setup;
+  const bool indices = s.indices;
+  RowKernel k;
+  std::ostringstream os;
+  const int64_t chunks = (r.n + kRankBlock - 1) / kRankBlock;
+  os << "// " << rows << " rows of " << r.n << ": each element's rank counted over the row in tiles of " << kRankBlock
+     << ", the first " << m << " kept\n"
+     << "__global__ void __launch_bounds__(" << kRankBlock << ") " << ctx.kernel.name << "_kernel(" << params << ") {\n"
+     << "  __shared__ " << K << " tile[" << kRankBlock << "];\n"
+     << "  for (int64_t w = blockIdx.x; w < " << rows * chunks << "LL; w += gridDim.x) {\n"
+     << "    const int64_t row = w / " << chunks << "LL;\n"
+     << row_setup << "    const int64_t j = (w % " << chunks << "LL) * " << kRankBlock << " + threadIdx.x;\n"
+     << "    const bool mine = j < " << r.n << "LL;\n"
+     << "    const " << K << " key = mine ? kf_key(in0[base + j * inner]) : (" << K << ")0;\n"
+     << "    int64_t rank = 0;\n"
+     << "    for (int64_t t0 = 0; t0 < " << r.n << "LL; t0 += " << kRankBlock << ") {\n"
+     << "      __syncthreads();\n"
+     << "      if (t0 + threadIdx.x < " << r.n
+     << "LL) tile[threadIdx.x] = kf_key(in0[base + (t0 + threadIdx.x) * inner]);\n"
+     << "      __syncthreads();\n"
+     << "      const int lim = " << r.n << "LL - t0 < " << kRankBlock << " ? (int)(" << r.n
+     << "LL - t0) : " << kRankBlock << ";\n"
+     << "      if (mine && rank < " << m << "LL)\n"
+     << "        for (int e = 0; e < lim; ++e) rank += kf_before(tile[e], t0 + e, key, j) ? 1 : 0;\n"
+     << "    }\n"
+     << "    if (mine && rank < " << m << "LL) " << store(indices, "rank", "j") << "\n"
+     << "  }\n"
+     << "}\n";
+  k.launch = "  " + ctx.kernel.name + "_kernel<<<kf_grid(" + std::to_string(rows * chunks) + "LL, 1), " +
+             std::to_string(kRankBlock) + ", 0, ctx->stream>>>(" + ctx.in_ptr(0) + ", " + ctx.out_ptr() + ");\n";
+  k.code = os.str();
+  return k;
+}
+
 KernelSource emit_sort_rows(const EmitContext& ctx, bool descending, bool indices, int64_t m) {
   const ir::TensorType& x = ctx.in_type(0);
-  const Row r = row_of(x.shape, ctx.node().attrs.i("dim"));
-  const int64_t rows = r.outer * r.inner;
-  const std::string K = key_type(x.dtype);
+  SortRows s{ctx, row_of(x.shape, ctx.node().attrs.i("dim")), 0, m, indices, key_type(x.dtype), "", ""};
+  const Row& r = s.r;
+  s.rows = r.outer * r.inner;
+  s.params = "const " + ctype(x.dtype) + "* __restrict__ in0, " + ctype(ctx.out_type().dtype) + "* __restrict__ out";
+  s.row_setup = "    const int64_t o = row / " + std::to_string(r.inner) + "LL, q = row % " + std::to_string(r.inner) +
+                "LL;\n    const int64_t inner = " + std::to_string(r.inner) + "LL;\n    const int64_t base = o * " +
+                std::to_string(r.n * r.inner) + "LL + q, obase = o * " + std::to_string(m * r.inner) + "LL + q;\n";
+  const RowKernel k = r.n <= kBitonicMax ? bitonic_rows(s) : rank_rows(s);
   KernelSource src = begin_source(ctx, layout::half_headers(ctx));
-  std::ostringstream os;
-  os << "namespace {\n" << order_functions(x.dtype, descending);
-  const std::string params =
-      "const " + ctype(x.dtype) + "* __restrict__ in0, " + ctype(ctx.out_type().dtype) + "* __restrict__ out";
-  const std::string row_setup = "    const int64_t o = row / " + std::to_string(r.inner) + "LL, q = row % " +
-                                std::to_string(r.inner) + "LL;\n    const int64_t inner = " + std::to_string(r.inner) +
-                                "LL;\n    const int64_t base = o * " + std::to_string(r.n * r.inner) +
-                                "LL + q, obase = o * " + std::to_string(m * r.inner) + "LL + q;\n";
-  std::string launch;
-  if (r.n <= kBitonicMax) {
-    int64_t P = 1;
-    while (P < r.n) P *= 2;
-    const int block = static_cast<int>(std::clamp<int64_t>(P / 2, 32, 1024));
-    os << "// " << rows << " rows of " << r.n << ": bitonic sort of " << P << " slots per block, the first " << m
-       << " kept\n"
-       << "__global__ void __launch_bounds__(" << block << ") " << ctx.kernel.name << "_kernel(" << params << ") {\n"
-       << "  __shared__ " << K << " keys[" << P << "];\n"
-       << "  __shared__ int pos[" << P << "];\n"
-       << "  for (int64_t row = blockIdx.x; row < " << rows << "LL; row += gridDim.x) {\n"
-       << row_setup << "    __syncthreads();\n"
-       << "    for (int t = threadIdx.x; t < " << P << "; t += blockDim.x) {\n"
-       << "      pos[t] = t;\n"
-       << "      keys[t] = t < " << r.n << " ? kf_key(in0[base + (int64_t)t * inner]) : (" << K << ")0;\n"
-       << "    }\n"
-       << "    for (int size = 2; size <= " << P << "; size <<= 1) {\n"
-       << "      for (int stride = size >> 1; stride > 0; stride >>= 1) {\n"
-       << "        __syncthreads();\n"
-       << "        for (int t = threadIdx.x; t < " << P / 2 << "; t += blockDim.x) {\n"
-       << "          const int a = 2 * t - (t & (stride - 1)), b = a + stride;\n"
-       << "          const int ia = pos[a], ib = pos[b];\n"
-       << "          // padding slots (position >= n) sort after every element, in position order\n"
-       << "          const bool b_first = ib < " << r.n << " ? (ia >= " << r.n
-       << " || kf_before(keys[b], ib, keys[a], ia)) : (ia >= " << r.n << " && ib < ia);\n"
-       << "          if (b_first == ((a & size) == 0)) {\n"
-       << "            const " << K << " k = keys[a];\n"
-       << "            keys[a] = keys[b];\n"
-       << "            keys[b] = k;\n"
-       << "            pos[a] = ib;\n"
-       << "            pos[b] = ia;\n"
-       << "          }\n"
-       << "        }\n"
-       << "      }\n"
-       << "    }\n"
-       << "    __syncthreads();\n"
-       << "    for (int p = threadIdx.x; p < " << m << "; p += blockDim.x) " << store(indices, "p", "pos[p]") << "\n"
-       << "  }\n"
-       << "}\n";
-    launch = "  " + ctx.kernel.name + "_kernel<<<kf_grid(" + std::to_string(rows) + "LL, 1), " + std::to_string(block) +
-             ", 0, ctx->stream>>>(" + ctx.in_ptr(0) + ", " + ctx.out_ptr() + ");\n";
-  } else {
-    const int64_t chunks = (r.n + kRankBlock - 1) / kRankBlock;
-    os << "// " << rows << " rows of " << r.n << ": each element's rank counted over the row in tiles of " << kRankBlock
-       << ", the first " << m << " kept\n"
-       << "__global__ void __launch_bounds__(" << kRankBlock << ") " << ctx.kernel.name << "_kernel(" << params
-       << ") {\n"
-       << "  __shared__ " << K << " tile[" << kRankBlock << "];\n"
-       << "  for (int64_t w = blockIdx.x; w < " << rows * chunks << "LL; w += gridDim.x) {\n"
-       << "    const int64_t row = w / " << chunks << "LL;\n"
-       << row_setup << "    const int64_t j = (w % " << chunks << "LL) * " << kRankBlock << " + threadIdx.x;\n"
-       << "    const bool mine = j < " << r.n << "LL;\n"
-       << "    const " << K << " key = mine ? kf_key(in0[base + j * inner]) : (" << K << ")0;\n"
-       << "    int64_t rank = 0;\n"
-       << "    for (int64_t t0 = 0; t0 < " << r.n << "LL; t0 += " << kRankBlock << ") {\n"
-       << "      __syncthreads();\n"
-       << "      if (t0 + threadIdx.x < " << r.n
-       << "LL) tile[threadIdx.x] = kf_key(in0[base + (t0 + threadIdx.x) * inner]);\n"
-       << "      __syncthreads();\n"
-       << "      const int lim = " << r.n << "LL - t0 < " << kRankBlock << " ? (int)(" << r.n
-       << "LL - t0) : " << kRankBlock << ";\n"
-       << "      if (mine && rank < " << m << "LL)\n"
-       << "        for (int e = 0; e < lim; ++e) rank += kf_before(tile[e], t0 + e, key, j) ? 1 : 0;\n"
-       << "    }\n"
-       << "    if (mine && rank < " << m << "LL) " << store(indices, "rank", "j") << "\n"
-       << "  }\n"
-       << "}\n";
-    launch = "  " + ctx.kernel.name + "_kernel<<<kf_grid(" + std::to_string(rows * chunks) + "LL, 1), " +
-             std::to_string(kRankBlock) + ", 0, ctx->stream>>>(" + ctx.in_ptr(0) + ", " + ctx.out_ptr() + ");\n";
-  }
-  os << "}  // namespace\n\n"
-     << ctx.signature() << " {\n"
-     << launch << "  KF_LAUNCHED();\n"
-     << "  return 0;\n"
-     << "}\n";
-  src.code += os.str();
+  src.code += "namespace {\n" + order_functions(x.dtype, descending) + k.code + "}  // namespace\n\n" +
+              ctx.signature() + " {\n" + k.launch + "  KF_LAUNCHED();\n  return 0;\n}\n";
   return src;
 }
 
