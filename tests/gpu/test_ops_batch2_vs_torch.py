@@ -4,7 +4,8 @@ operations, sort / argsort / topk / cummax / cummin, scatter and scatter_add, on
 F.fold. Each problem is built (`kforge build`), verified by `kforge evaluate` (the harness: fresh random
 inputs, poisoned outputs, the protocol's tolerance), then its ModelNew runs here on three more random input
 sets (and, where given, inputs with the values random draws miss: NaN, ties, indices at both ends) and is
-compared with the problem's Model: float values within 1e-5, integer and index outputs exactly. Indices of
+compared with the problem's Model: float values within 1e-5 (1e-4 to 1e-2 where a sum runs in another order
+than torch's: a GEMM, a long cumsum, fp16 atomics), integer and index outputs exactly. Indices of
 sorts are compared on rows without ties, or with stable=True (kforge's sort is stable; torch's default sort
 may order equal keys otherwise)."""
 import importlib.util
@@ -21,11 +22,13 @@ KFORGE = os.environ.get("KFORGE_BIN", os.path.join(HERE, "../../build/kforge"))
 pytestmark = pytest.mark.skipif(not os.path.exists("/dev/nvidia0"), reason="needs an NVIDIA GPU")
 
 
-def case(forward, inputs, marker, init="", init_args="[]", special=None):
+def case(forward, inputs, marker, init="", init_args="[]", special=None, tol=1e-5):
     """A problem: forward's body (arguments x, y, z as get_inputs gives them), get_inputs' list, a text the
-    generated kernels must hold, __init__ lines, get_init_inputs' list, special inputs (an expression)."""
+    generated kernels must hold, __init__ lines, get_init_inputs' list, special inputs (an expression), and the
+    float tolerance (rtol = atol; looser only where a sum's order differs from torch's: a GEMM, a long
+    cumsum, fp16 atomics)."""
     return {"forward": forward, "inputs": inputs, "marker": marker, "init": init, "init_args": init_args,
-            "special": special}
+            "special": special, "tol": tol}
 
 
 CASES = {
@@ -86,7 +89,7 @@ CASES = {
     "topk_kwta_scatter": case(  # tests/unseen/04
         "vals, idx = torch.topk(x, 64, dim=1)\nsparse = torch.zeros_like(x).scatter(1, idx, vals)\n"
         "return torch.relu(self.fc(sparse)), idx", "[torch.randn(32, 4096)]", "bitonic sort of 4096 slots",
-        init="self.fc = nn.Linear(4096, 256)"),
+        init="self.fc = nn.Linear(4096, 256)", tol=1e-3),
     "topk_smallest_long": case("v, i = torch.topk(x, 5, dim=-1, largest=False)\nreturn v, i", "[torch.randn(8, 10000)]",
                                "rank counted"),
     "topk_moe_gating": case(  # tests/unseen/13
@@ -106,7 +109,8 @@ CASES = {
         "atomicAdd"),
     "scatter_add_int64_and_half": case(
         "return torch.zeros_like(z).scatter_add(0, y, z), x.half().scatter_add(1, y[:, :50], x.half()).float()",
-        "[torch.randn(64, 100), torch.randint(0, 64, (64, 100)), torch.randint(-1000, 1000, (64, 100))]", "atomicAdd"),
+        "[torch.randn(64, 100), torch.randint(0, 64, (64, 100)), torch.randint(-1000, 1000, (64, 100))]", "atomicAdd",
+        tol=1e-2),
     "scatter_unique_overwrite": case(  # tests/unseen/48
         "return x.scatter(1, y, torch.tanh(z)) * torch.sigmoid(x), x.scatter(0, y[:3] % 16, 2.5)",
         "[torch.randn(16, 512), torch.argsort(torch.rand(16, 512), dim=1)[:, :64], torch.randn(16, 64)]",
@@ -114,7 +118,7 @@ CASES = {
     "argsort_gather_unsort": case(  # tests/unseen/46
         "order = torch.sort(x, dim=1, stable=True).indices\nidx = order.unsqueeze(-1).expand_as(y)\n"
         "acc = torch.cumsum(torch.gather(y, 1, idx), dim=1)\nreturn torch.empty_like(y).scatter(1, idx, acc)",
-        "[torch.randn(8, 1024), torch.randn(8, 1024, 16)]", "bitonic sort"),
+        "[torch.randn(8, 1024), torch.randn(8, 1024, 16)]", "bitonic sort", tol=1e-4),
     "one_hot_margin": case(  # tests/unseen/36
         "return 16.0 * (x - 0.35 * F.one_hot(y, 1000).to(x.dtype)), F.one_hot(y, 1000)",
         "[torch.randn(64, 1000), torch.randint(0, 1000, (64,))]", "one_hot",
@@ -178,7 +182,7 @@ def flat(out):
     return [out] if not isinstance(out, (list, tuple)) else [t for o in out for t in flat(o)]
 
 
-def compare(got, want, what):
+def compare(got, want, what, tol):
     import torch
 
     for k, (g, w) in enumerate(zip(flat(got), flat(want))):
@@ -186,7 +190,7 @@ def compare(got, want, what):
         g, w = g.cpu(), w.cpu()
         if w.dtype.is_floating_point:
             assert torch.equal(torch.isnan(g), torch.isnan(w)), f"{what}: output {k}: NaN where torch has none"
-            assert torch.allclose(g.float(), w.float(), rtol=1e-5, atol=1e-5, equal_nan=True), \
+            assert torch.allclose(g.float(), w.float(), rtol=tol, atol=tol, equal_nan=True), \
                 f"{what}: output {k}: max abs difference {(g.float() - w.float()).abs().nan_to_num(0.0).max().item()}"
         else:
             assert torch.equal(g, w), f"{what}: output {k}: {(g != w).sum().item()} elements differ"
@@ -230,7 +234,7 @@ def test_batch2_problem_matches_torch(tmp_path, name):
                 want = ref(*inputs)
                 got = new(*inputs)
             torch.cuda.synchronize()
-            compare(got, want, what)
+            compare(got, want, what, c["tol"])
     finally:
         if hasattr(mod, "kforge_release"):
             mod.kforge_release()
