@@ -310,8 +310,11 @@ for _op in "mul maximum minimum eq ne lt le gt ge".split():
 
 @aten_rule("div")
 def div(a):
-    if getattr(a, "rounding_mode", None) is not None:
-        raise Unsupported(f"rounding_mode={a.rounding_mode!r}")
+    mode = getattr(a, "rounding_mode", None)
+    if mode is not None:
+        if mode not in _ROUNDED:
+            raise Unsupported(f"rounding_mode={mode!r}")
+        return binary(_ROUNDED[mode], a.self, a.other)
     return binary("div", a.self, a.other)
 
 
@@ -343,21 +346,33 @@ def logical_binary(a):
     return _logical(f"logical_{'and' if 'and' in a.aten_name else 'or'}", a, a.self, a.other)
 
 
-def _bool_only(a, *xs):
-    if any(isinstance(x, torch.Tensor) and x.dtype != torch.bool for x in xs):
-        raise Unsupported("a bitwise operation on integers")
+def _bitwise(op, logical, a, *xs):
+    """As import_ops._bitwise: bool tensors take the logical ops, integers the bit operations."""
+    tensors = [x for x in xs if isinstance(x, torch.Tensor)]
+    if any(x.dtype.is_floating_point for x in tensors):
+        raise Unsupported("a bitwise operation on a float tensor")
+    if all(x.dtype == torch.bool for x in tensors) and logical is not None:
+        return _logical(logical, a, *xs)
+    return Emit(op, [Const(x, a.out.dtype) if is_num(x) else x for x in xs], {})
 
 
 @aten_rule("bitwise_not")
 def bitwise_not(a):
-    _bool_only(a, a.self)
-    return _logical("logical_not", a, a.self)
+    return _bitwise("bitwise_not", "logical_not", a, a.self)
 
 
-@aten_rule("bitwise_and bitwise_or")
+@aten_rule("bitwise_and bitwise_or bitwise_xor")
 def bitwise_binary(a):
-    _bool_only(a, a.self, a.other)
-    return _logical(f"logical_{'and' if 'and' in a.aten_name else 'or'}", a, a.self, a.other)
+    op = functional_name(a.aten_name)
+    return _bitwise(op, {"bitwise_and": "logical_and", "bitwise_or": "logical_or"}.get(op), a, a.self, a.other)
+
+
+_ROUNDED = {"floor": "floor_divide", "trunc": "trunc_divide"}
+
+
+@aten_rule("floor_divide remainder fmod")
+def rounded_division(a):
+    return binary(functional_name(a.aten_name), a.self, a.other)
 
 
 @aten_rule("glu")
@@ -945,6 +960,89 @@ def index_select(a):
 @aten_rule("gather")
 def gather(a):
     return Emit("gather", [a.self, a.index], {"dim": dim(a.dim, a.self.dim())})
+
+
+_PAD_MODES = {"reflection": "reflect_pad", "replication": "replicate_pad"}
+
+
+@aten_rule("reflection_pad1d reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d")
+def mode_pad(a):
+    return Emit(_PAD_MODES[a.aten_name.split("_")[0]], [a.self], {"pad": [int(p) for p in a.padding]})
+
+
+def _upsample_scale(a, k):
+    """One scale attr from ATen's per-dim scales (or a .vec overload's scale_factors): None when absent."""
+    scales = getattr(a, "scale_factors", None)
+    if scales is None:
+        names = {1: ["scales"], 2: ["scales_h", "scales_w"], 3: ["scales_d", "scales_h", "scales_w"]}[k]
+        scales = [getattr(a, n, None) for n in names]
+    scales = [None if v is None else float(v) for v in scales]
+    if all(v is None for v in scales):
+        return None
+    if len(set(scales)) != 1:
+        raise Unsupported(f"per-dim scales {scales}")
+    return scales[0]
+
+
+@aten_rule("upsample_nearest1d upsample_nearest2d upsample_nearest3d")
+def upsample_nearest(a):
+    x = getattr(a, "self", None)
+    x = x if x is not None else a.input
+    size = shape(a.out)[2:]
+    return Emit("upsample_nearest", [x], {"size": size, "scale": _upsample_scale(a, len(size))})
+
+
+@aten_rule("upsample_linear1d upsample_bilinear2d upsample_trilinear3d")
+def upsample_linear(a):
+    x = getattr(a, "self", None)
+    x = x if x is not None else a.input
+    size = shape(a.out)[2:]
+    return Emit("upsample_linear", [x], {"size": size, "align_corners": bool(a.align_corners),
+                                         "scale": _upsample_scale(a, len(size))})
+
+
+@aten_rule("sort")
+def sort(a):
+    attrs = {"dim": dim(a.dim, a.self.dim()), "descending": bool(a.descending)}
+    values, indices = a.out
+    return [Emit("sort", [a.self], attrs, values), Emit("argsort", [a.self], attrs, indices)]
+
+
+@aten_rule("topk")
+def topk(a):
+    attrs = {"k": int(a.k), "dim": dim(a.dim, a.self.dim()), "largest": bool(a.largest)}
+    values, indices = a.out
+    return [Emit("topk", [a.self], attrs, values), Emit("topk_indices", [a.self], attrs, indices)]
+
+
+@aten_rule("cummax cummin")
+def running_extreme(a):
+    op, d = a.aten_name, dim(a.dim, a.self.dim())
+    values, indices = a.out
+    return [Emit(op, [a.self], {"dim": d}, values), Emit(f"{op}_indices", [a.self], {"dim": d}, indices)]
+
+
+@aten_rule("scatter")
+def scatter(a):
+    if getattr(a, "reduce", None) is not None:
+        raise Unsupported(f"reduce={a.reduce!r}")
+    d = dim(a.dim, a.self.dim())
+    src = getattr(a, "src", None)
+    if isinstance(src, torch.Tensor):
+        return Emit("scatter", [a.self, a.index, src], {"dim": d})
+    return Emit("scatter_value", [a.self, a.index], {"dim": d, "value": finite(a.value, "value")})
+
+
+@aten_rule("scatter_add")
+def scatter_add(a):
+    return Emit("scatter_add", [a.self, a.index, a.src], {"dim": dim(a.dim, a.self.dim())})
+
+
+@aten_rule("col2im")
+def col2im(a):
+    return Emit("fold", [a.self], {"output_size": tup(a.output_size, 2), "kernel_size": tup(a.kernel_size, 2),
+                                   "dilation": tup(a.dilation, 2), "padding": tup(a.padding, 2),
+                                   "stride": tup(a.stride, 2)})
 
 
 @aten_rule("im2col")

@@ -318,16 +318,50 @@ def mul(a):
 
 @rule("torch.div torch.divide torch.true_divide Tensor.div Tensor.div_ Tensor.divide Tensor.divide_ "
       "Tensor.true_divide Tensor.true_divide_ Tensor.__truediv__ Tensor.__div__ Tensor.__itruediv__ Tensor.__idiv__",
-      "input, other, *, rounding_mode=None", "div")
+      "input, other, *, rounding_mode=None", "div floor_divide trunc_divide")
 def div(a):
     if a.rounding_mode is not None:
-        raise Unsupported(f"rounding_mode={a.rounding_mode!r}")
+        return binary(_ROUNDED_DIV.get(a.rounding_mode) or _bad_rounding(a.rounding_mode), a.input, a.other)
     return binary("div", a.input, a.other)
+
+
+_ROUNDED_DIV = {"floor": "floor_divide", "trunc": "trunc_divide"}
+
+
+def _bad_rounding(mode):
+    raise Unsupported(f"rounding_mode={mode!r} (floor and trunc are supported)")
 
 
 @rule("Tensor.__rtruediv__ Tensor.__rdiv__", "input, other", "div")
 def rdiv(a):
     return binary("div", a.input, a.other, reverse=True)
+
+
+@rule("torch.floor_divide Tensor.floor_divide Tensor.floor_divide_ Tensor.__floordiv__ Tensor.__ifloordiv__",
+      "input, other", "floor_divide")
+def floor_divide(a):
+    return binary("floor_divide", a.input, a.other)
+
+
+@rule("Tensor.__rfloordiv__", "input, other", "floor_divide")
+def rfloordiv(a):
+    return binary("floor_divide", a.input, a.other, reverse=True)
+
+
+@rule("torch.remainder Tensor.remainder Tensor.remainder_ Tensor.__mod__ Tensor.__imod__", "input, other",
+      "remainder")
+def remainder(a):
+    return binary("remainder", a.input, a.other)
+
+
+@rule("Tensor.__rmod__", "input, other", "remainder")
+def rmod(a):
+    return binary("remainder", a.input, a.other, reverse=True)
+
+
+@rule("torch.fmod Tensor.fmod Tensor.fmod_", "input, other", "fmod")
+def fmod(a):
+    return binary("fmod", a.input, a.other)
 
 
 _COMPARE = {
@@ -405,12 +439,17 @@ def _logical(op, a, *xs):
     return [Emit(op, xs, {}, mid), Emit("cast", [mid], {"dtype": a.out.dtype})]
 
 
-def _bool_only(a, *xs):
-    """Bitwise ops are logical ops on bool tensors; on integers they are bit operations kforge lacks."""
-    for x in xs:
-        if isinstance(x, torch.Tensor) and x.dtype != torch.bool:
-            raise Unsupported(f"bitwise operation on a {DTYPES.get(x.dtype, x.dtype)} tensor "
-                              f"(kforge has logical ops, for bool tensors)")
+def _bitwise(op, logical, a, *xs):
+    """Bitwise ops of bool tensors are the logical ops; of integer tensors the bit operations (a number
+    operand becomes a 0-d constant of the tensor's dtype, as torch keeps that dtype)."""
+    tensors = [x for x in xs if isinstance(x, torch.Tensor)]
+    for x in tensors:
+        if x.dtype.is_floating_point:
+            raise Unsupported(f"bitwise operation on a {DTYPES.get(x.dtype, x.dtype)} tensor")
+    if all(x.dtype == torch.bool for x in tensors) and logical is not None:
+        return _logical(logical, a, *xs)
+    dt = a.out.dtype
+    return Emit(op, [Const(x, dt) if is_num(x) else x for x in xs], {})
 
 
 @rule("torch.logical_not Tensor.logical_not Tensor.logical_not_", "input", "logical_not cast")
@@ -418,29 +457,36 @@ def logical_not(a):
     return _logical("logical_not", a, a.input)
 
 
-@rule("torch.bitwise_not Tensor.bitwise_not Tensor.bitwise_not_ Tensor.__invert__", "input", "logical_not")
+@rule("torch.bitwise_not Tensor.bitwise_not Tensor.bitwise_not_ Tensor.__invert__", "input",
+      "logical_not bitwise_not")
 def bitwise_not(a):
-    _bool_only(a, a.input)
-    return _logical("logical_not", a, a.input)
+    return _bitwise("bitwise_not", "logical_not", a, a.input)
 
 
-def _logical_binary(op, bitwise):
+def _logical_binary(op):
     def norm(a):
-        if bitwise:
-            _bool_only(a, a.input, a.other)
         return _logical(op, a, a.input, a.other)
     norm.__name__ = op
     return norm
 
 
+def _bitwise_binary(op, logical):
+    def norm(a):
+        return _bitwise(op, logical, a, a.input, a.other)
+    norm.__name__ = op
+    return norm
+
+
 rule("torch.logical_and Tensor.logical_and Tensor.logical_and_", "input, other", "logical_and cast")(
-    _logical_binary("logical_and", False))
+    _logical_binary("logical_and"))
 rule("torch.logical_or Tensor.logical_or Tensor.logical_or_", "input, other", "logical_or cast")(
-    _logical_binary("logical_or", False))
+    _logical_binary("logical_or"))
 rule("torch.bitwise_and Tensor.bitwise_and Tensor.bitwise_and_ Tensor.__and__ Tensor.__rand__ Tensor.__iand__",
-     "input, other", "logical_and")(_logical_binary("logical_and", True))
+     "input, other", "logical_and bitwise_and")(_bitwise_binary("bitwise_and", "logical_and"))
 rule("torch.bitwise_or Tensor.bitwise_or Tensor.bitwise_or_ Tensor.__or__ Tensor.__ror__ Tensor.__ior__",
-     "input, other", "logical_or")(_logical_binary("logical_or", True))
+     "input, other", "logical_or bitwise_or")(_bitwise_binary("bitwise_or", "logical_or"))
+rule("torch.bitwise_xor Tensor.bitwise_xor Tensor.bitwise_xor_ Tensor.__xor__ Tensor.__rxor__ Tensor.__ixor__",
+     "input, other", "bitwise_xor full")(_bitwise_binary("bitwise_xor", None))
 
 
 # ---------------------------------------------------------------- reductions
@@ -1155,11 +1201,66 @@ def _pad_value(v):
     return 0.0 if v is None else finite(float(v), "value")
 
 
-@rule("F.pad", "input, pad, mode='constant', value=None", "constant_pad")
+_PAD_MODES = {"reflect": "reflect_pad", "replicate": "replicate_pad", "circular": "circular_pad"}
+
+
+@rule("F.pad", "input, pad, mode='constant', value=None", "constant_pad reflect_pad replicate_pad circular_pad")
 def pad(a):
     if a.mode != "constant":
-        raise Unsupported(f"mode={a.mode!r} (kforge pads with a constant only)")
+        if a.mode not in _PAD_MODES:
+            raise Unsupported(f"mode={a.mode!r} (constant, reflect, replicate and circular are supported)")
+        return Emit(_PAD_MODES[a.mode], [a.input], {"pad": [int(p) for p in a.pad]})
     return Emit("constant_pad", [a.input], {"pad": [int(p) for p in a.pad], "value": _pad_value(a.value)})
+
+
+_LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
+
+
+def interpolate_scale(x, out, scale_factor, recompute):
+    """The `scale` attr: torch passes scale_factor on to the kernel (source = dst / scale) unless
+    recompute_scale_factor; one number for every dim, or per-dim factors that give the same ratios as the
+    sizes (in / out), which is what the attr's absence means."""
+    if scale_factor is None or recompute:
+        return None
+    k = out.dim() - 2
+    scales = [float(f) for f in (scale_factor if isinstance(scale_factor, (list, tuple)) else [scale_factor] * k)]
+    if len(set(scales)) == 1:
+        return scales[0]
+    f32 = lambda v: torch.tensor(v, dtype=torch.float32).item()  # noqa: E731
+    if all(f32(1.0 / s) == f32(f32(int(x.shape[2 + d])) / f32(int(out.shape[2 + d]))) for d, s in enumerate(scales)):
+        return None
+    raise Unsupported(f"per-dim scale factors {scales} whose ratios differ from the sizes' (kforge keeps one scale)")
+
+
+def _interpolate_meta(a):
+    """Some of torch 1.13's upsample kernels (3-D, ...) lack a meta kernel: the output shape by F.interpolate's
+    rule (size, else floor(in * scale_factor))."""
+    x = a.input
+    k = x.dim() - 2
+    if a.size is not None:
+        size = tup(a.size, k)
+    else:
+        f = a.scale_factor if isinstance(a.scale_factor, (list, tuple)) else [a.scale_factor] * k
+        size = [int(math.floor(float(int(n)) * float(s))) for n, s in zip(x.shape[2:], f)]
+    return torch.empty(shape(x)[:2] + size, dtype=x.dtype, device="meta")
+
+
+@rule("F.interpolate F.upsample", "input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
+      "recompute_scale_factor=None, antialias=False", "upsample_nearest upsample_linear adaptive_avg_pool",
+      fallback=_interpolate_meta)
+def interpolate(a):
+    x, out = a.input, a.out
+    if a.antialias:
+        raise Unsupported("antialias=True")
+    size = shape(out)[2:]
+    scale = interpolate_scale(x, out, a.scale_factor, a.recompute_scale_factor)
+    if a.mode == "nearest":
+        return Emit("upsample_nearest", [x], {"size": size, "scale": scale})
+    if a.mode == "area":  # F.interpolate's own definition: adaptive average pooling to the size
+        return Emit("adaptive_avg_pool", [x], {"output_size": size})
+    if a.mode in _LINEAR_MODES and _LINEAR_MODES[a.mode] == len(size):
+        return Emit("upsample_linear", [x], {"size": size, "align_corners": bool(a.align_corners), "scale": scale})
+    raise Unsupported(f"mode={a.mode!r} (nearest, linear, bilinear, trilinear and area are supported)")
 
 
 @rule("torch.constant_pad_nd", "input, pad, value=0", "constant_pad")
@@ -1194,6 +1295,120 @@ def index_select(a):
 @rule("torch.gather Tensor.gather", "input, dim, index, *, sparse_grad=False", "gather")
 def gather(a):
     return Emit("gather", [a.input, _index_tensor(a.index)], {"dim": dim(a.dim, a.input.dim())})
+
+
+# ---------------------------------------------------------------- order: sort, topk, running extremes
+
+@rule("torch.sort Tensor.sort", "input, dim=-1, descending=False, *, stable=False", "sort argsort")
+def sort(a):
+    """Values and indices are two nodes (kforge's sort is stable, torch's indices of equal keys may differ
+    without stable=True)."""
+    attrs = {"dim": dim(a.dim, a.input.dim()), "descending": bool(a.descending)}
+    return [Emit("sort", [a.input], attrs, a.out[0]), Emit("argsort", [a.input], attrs, a.out[1])]
+
+
+@rule("torch.argsort Tensor.argsort", "input, dim=-1, descending=False, *, stable=False", "argsort")
+def argsort(a):
+    return Emit("argsort", [a.input], {"dim": dim(a.dim, a.input.dim()), "descending": bool(a.descending)})
+
+
+@rule("torch.topk Tensor.topk", "input, k, dim=-1, largest=True, sorted=True", "topk topk_indices")
+def topk(a):
+    """sorted=False lets torch return the k in any order; kforge returns them sorted either way."""
+    attrs = {"k": int(a.k), "dim": dim(a.dim, a.input.dim()), "largest": bool(a.largest)}
+    return [Emit("topk", [a.input], attrs, a.out[0]), Emit("topk_indices", [a.input], attrs, a.out[1])]
+
+
+def _running(op):
+    def norm(a):
+        d = dim(a.dim, a.input.dim())
+        return [Emit(op, [a.input], {"dim": d}, a.out[0]), Emit(f"{op}_indices", [a.input], {"dim": d}, a.out[1])]
+    norm.__name__ = op
+    return norm
+
+
+def _running_meta(kind):
+    """torch 1.13 has no meta kernel for cummax/cummin: (values, indices) of the input's shape."""
+    def meta(a):
+        x = a.input
+        indices = torch.empty(shape(x), dtype=torch.int64, device="meta")
+        return getattr(torch.return_types, kind)((torch.empty_like(x), indices))
+    return meta
+
+
+rule("torch.cummax Tensor.cummax", "input, dim", "cummax cummax_indices", fallback=_running_meta("cummax"))(
+    _running("cummax"))
+rule("torch.cummin Tensor.cummin", "input, dim", "cummin cummin_indices", fallback=_running_meta("cummin"))(
+    _running("cummin"))
+
+
+# ---------------------------------------------------------------- writes by index, one_hot, bags, fold
+
+def _scatter_index(x):
+    if x.dtype != torch.int64:
+        raise Unsupported(f"a scatter index of dtype {DTYPES.get(x.dtype, x.dtype)} (int64 expected)")
+    return x
+
+
+@rule("torch.scatter Tensor.scatter Tensor.scatter_", "input, dim, index, src=None, *, value=None, reduce=None",
+      "scatter scatter_value")
+def scatter(a):
+    if a.reduce is not None:
+        raise Unsupported(f"reduce={a.reduce!r}")
+    d, index = dim(a.dim, a.input.dim()), _scatter_index(a.index)
+    v = a.value if a.src is None else a.src
+    if isinstance(v, torch.Tensor):
+        return Emit("scatter", [a.input, index, v], {"dim": d})
+    if not is_num(v):
+        raise Unsupported(f"a scatter value of type {type(v).__name__}")
+    return Emit("scatter_value", [a.input, index], {"dim": d, "value": finite(v, "value")})
+
+
+@rule("torch.scatter_add Tensor.scatter_add Tensor.scatter_add_", "input, dim, index, src", "scatter_add")
+def scatter_add(a):
+    return Emit("scatter_add", [a.input, _scatter_index(a.index), a.src], {"dim": dim(a.dim, a.input.dim())})
+
+
+def _one_hot_meta(a):
+    """one_hot of a meta tensor needs num_classes (it cannot read the largest class)."""
+    if int(a.num_classes) < 0:
+        raise Unsupported("num_classes=-1 (the class count would come from the data; pass num_classes)")
+    return torch.empty(shape(a.input) + [int(a.num_classes)], dtype=torch.int64, device="meta")
+
+
+@rule("F.one_hot", "input, num_classes=-1", "one_hot", fallback=_one_hot_meta)
+def one_hot(a):
+    if int(a.num_classes) < 0:
+        raise Unsupported("num_classes=-1 (the class count would come from the data; pass num_classes)")
+    return Emit("one_hot", [_scatter_index(a.input)], {"num_classes": int(a.num_classes)})
+
+
+@rule("F.embedding_bag", "input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, "
+      "mode='mean', sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None",
+      "embedding_bag")
+def embedding_bag(a):
+    if a.max_norm is not None:
+        raise Unsupported("max_norm= (it renormalizes the weight in place)")
+    if a.per_sample_weights is not None:
+        raise Unsupported("per_sample_weights=")
+    if a.padding_idx is not None:
+        raise Unsupported("padding_idx=")
+    return Emit("embedding_bag", [a.weight, _index_tensor(a.input), a.offsets],
+                {"mode": a.mode, "include_last_offset": bool(a.include_last_offset)})
+
+
+def _fold_meta(a):
+    """F.fold's output, (N, C) or (C,) + output_size (torch 1.13's meta kernel gets unbatched inputs wrong)."""
+    x, out = a.input, tup(a.output_size, 2)
+    k = tup(a.kernel_size, 2)
+    return torch.empty(shape(x)[:-2] + [int(x.shape[-2]) // (k[0] * k[1])] + out, dtype=x.dtype, device="meta")
+
+
+@rule("F.fold", "input, output_size, kernel_size, dilation=1, padding=0, stride=1", "fold", run=_fold_meta)
+def fold(a):
+    return Emit("fold", [a.input], {"output_size": tup(a.output_size, 2), "kernel_size": tup(a.kernel_size, 2),
+                                    "dilation": tup(a.dilation, 2), "padding": tup(a.padding, 2),
+                                    "stride": tup(a.stride, 2)})
 
 
 # ---------------------------------------------------------------- in-place writes (x[i] = v, copy_, fill_)

@@ -29,6 +29,11 @@ int family_slot(ir::OpFamily f) {
     case ir::OpFamily::kIndex: return static_cast<int>(ir::OpFamily::kSelect);
     case ir::OpFamily::kUnfold: return static_cast<int>(ir::OpFamily::kSlice);
     case ir::OpFamily::kPad: return static_cast<int>(ir::OpFamily::kCat);
+    case ir::OpFamily::kResample: return static_cast<int>(ir::OpFamily::kAdaptivePool);
+    case ir::OpFamily::kOrder: return static_cast<int>(ir::OpFamily::kArgReduce);
+    case ir::OpFamily::kCumExtreme: return static_cast<int>(ir::OpFamily::kScan);
+    case ir::OpFamily::kScatter: return static_cast<int>(ir::OpFamily::kSelect);
+    case ir::OpFamily::kFold: return static_cast<int>(ir::OpFamily::kSlice);
     default: break;
   }
   const int slot = static_cast<int>(f);

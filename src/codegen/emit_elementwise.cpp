@@ -1,4 +1,5 @@
-// Elementwise families (unary, binary, compare, logical, where, cast, full): one grid-stride kernel computes a
+// Elementwise families (unary, binary incl. integer-style division and bit operations, compare, logical,
+// where, cast, full): one grid-stride kernel computes a
 // chain of elementwise nodes (one node, or several fused by the fuse_elementwise skill) at each
 // output index; values made inside the kernel live in registers, every other operand is loaded with
 // broadcast index arithmetic (shapes baked in). Each node computes in float (double for float64,
@@ -142,6 +143,11 @@ StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, 
   switch (ir::op_info(node.op).family) {
     case ir::OpFamily::kUnary: {
       T = compute_type(out_dtype);
+      if (node.op == ir::OpId::kBitwiseNot && out_dtype == ir::DType::kBool) {  // ~ of a bool is its logical not
+        lines = "const T x = " + as_t(ops[0]) + "; ";
+        value = "(x == T(0))";
+        break;
+      }
       for (const auto& rule : kUnaryRules) {
         if (rule.op != node.op || !rule_applies(rule, node)) continue;
         KF_ASSIGN_OR_RETURN(value, substitute(rule.expr, node, T));

@@ -1,4 +1,4 @@
-// Indexing, window and padding families (embedding, index_select, gather; unfold; constant_pad): gather
+// Indexing, window and padding families (embedding, index_select, gather, one_hot; unfold; constant_pad): gather
 // kernels as in the layout families, one thread per output element, consecutive threads on consecutive
 // output elements (the innermost dim, so the stores and, where the innermost dim is copied, the loads
 // coalesce). An index read from an index tensor is checked against the indexed dim's size: torch raises
@@ -108,6 +108,19 @@ KernelSource emit_gather(const EmitContext& ctx) {
       "gather along dim " + std::to_string(d) + " of " + ir::shape_str(in) + ", index " + ir::shape_str(out));
 }
 
+KernelSource emit_one_hot(const EmitContext& ctx) {
+  // out (index.shape, C): out[m, c] = index[m] == c; each index element is checked once per class.
+  const int64_t C = ctx.out_type().shape.back();
+  const int64_t total = ctx.out_type().numel();
+  Index ix = index_for(total);
+  std::ostringstream body;
+  body << "    const int64_t k = (int64_t)in0[" << (C == 1 ? "i" : "i / " + ix.lit(C)) << "];\n"
+       << "    if (k < 0 || k >= " << C << "LL) __trap();  // torch raises on a class outside [0, num_classes)\n"
+       << "    out[i] = k == (int64_t)(" << (C == 1 ? "0" : "i % " + ix.lit(C)) << ") ? 1 : 0;\n";
+  return gather_kernel(ctx, ix, body.str(),
+                       "one_hot of " + std::to_string(total / C) + " indices, " + std::to_string(C) + " classes");
+}
+
 // `value` as a C expression of dtype `t` (the pad value; torch casts it to the tensor's dtype).
 StatusOr<std::string> value_of(double value, DType t) {
   switch (t) {
@@ -132,6 +145,8 @@ StatusOr<KernelSource> emit_Index(const EmitContext& ctx) {
     case ir::OpId::kEmbedding: return emit_embedding(ctx);
     case ir::OpId::kIndexSelect: return emit_index_select(ctx);
     case ir::OpId::kGather: return emit_gather(ctx);
+    case ir::OpId::kOneHot: return emit_one_hot(ctx);
+    case ir::OpId::kEmbeddingBag: return emit_embedding_bag(ctx);
     default: return internal_error("emit_Index: " + ir::describe(ctx.graph, ctx.node()) + " is not an index op");
   }
 }
@@ -162,6 +177,7 @@ StatusOr<KernelSource> emit_Unfold(const EmitContext& ctx) {
 }
 
 StatusOr<KernelSource> emit_Pad(const EmitContext& ctx) {
+  if (ctx.node().op != ir::OpId::kConstantPad) return emit_mode_pad(ctx);
   const Shape& in = ctx.in_type(0).shape;
   const Shape& out = ctx.out_type().shape;
   const auto& pad = ctx.node().attrs.ints("pad");

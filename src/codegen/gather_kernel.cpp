@@ -87,6 +87,7 @@ KernelSource gather_kernel(const EmitContext& ctx, const Index& ix, const std::s
   std::string out_t = ctype(ctx.out_type().dtype);
   std::ostringstream params, args;
   for (size_t k = 0; k < ctx.node().inputs.size(); ++k) {
+    if (!ctx.has_input(k)) continue;  // an absent optional input (embedding_bag's offsets)
     params << "const " << ctype(ctx.in_type(k).dtype) << "* __restrict__ in" << k << ", ";
     args << ctx.in_ptr(k) << ", ";
   }

@@ -45,3 +45,13 @@ KernelSource gather_kernel(const EmitContext& ctx, const Index& ix, const std::s
 std::string coord(const Index& ix, const ir::Shape& shape, size_t k, const std::string& i);
 
 }  // namespace kforge::codegen::layout
+
+namespace kforge::codegen {
+
+// Ops of the Index and Pad families with emitters in files of their own (emit_Index and emit_Pad
+// dispatch to them): reflect, replicate and circular pads (emit_pad_modes.cpp), embedding_bag
+// (emit_embedding_bag.cpp).
+StatusOr<KernelSource> emit_mode_pad(const EmitContext& ctx);
+StatusOr<KernelSource> emit_embedding_bag(const EmitContext& ctx);
+
+}  // namespace kforge::codegen

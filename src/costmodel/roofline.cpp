@@ -2,6 +2,7 @@
 #include "costmodel/roofline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "ir/shape_rules.h"
@@ -84,7 +85,23 @@ double node_flops(const ir::Graph& g, const ir::Node& n) {
     // Data movement: index arithmetic per output element, no arithmetic on the values.
     case ir::OpFamily::kIndex:
     case ir::OpFamily::kUnfold:
-    case ir::OpFamily::kPad: return prod(out.shape);
+    case ir::OpFamily::kPad:
+    case ir::OpFamily::kCumExtreme: return prod(out.shape);
+    // Blends of 2 (linear, per resampled dim) values per output element; fold sums its kernel window.
+    case ir::OpFamily::kResample:
+      return n.op == ir::OpId::kUpsampleLinear ? prod(out.shape) * 3.0 * std::pow(2.0, n.attrs.ints("size").size())
+                                               : prod(out.shape);
+    case ir::OpFamily::kFold: return prod(out.shape) * prod(n.attrs.ints("kernel_size"));
+    case ir::OpFamily::kScatter: return prod(g.type(n.inputs[1]).shape);
+    case ir::OpFamily::kOrder: {
+      // Per row of n: a bitonic sort's n/2 log2(n)^2 compare-exchanges up to 4096, n^2 comparisons beyond.
+      const auto& sh = in0.shape;
+      const int64_t rank = static_cast<int64_t>(std::max<size_t>(sh.size(), 1));
+      const int64_t d = (n.attrs.i("dim") + rank) % rank;
+      const double len = sh.empty() ? 1.0 : static_cast<double>(sh[static_cast<size_t>(d)]);
+      const double per = len <= 4096 ? 0.5 * std::pow(std::ceil(std::log2(std::max(len, 2.0))), 2.0) : len;
+      return prod(sh) * per;
+    }
     default:
       // Elementwise, reductions, norms, scans, losses: a handful of operations per input element.
       return 4.0 * std::max(prod(in0.shape), prod(out.shape));
@@ -123,9 +140,16 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   // An index op reads only the rows (elements) its indices pick: at most its output's worth of its
   // data input (an embedding table is mostly never read).
   const ir::Node& root = g.nodes()[static_cast<size_t>(k.root())];
+  // embedding_bag reads one row's worth per index, its output being one row per bag.
   if (k.nodes.size() == 1 && ir::op_info(root.op).family == ir::OpFamily::kIndex) {
     const double table = static_cast<double>(g.type(root.inputs[0]).bytes());
-    c.bytes -= table - std::min(table, static_cast<double>(g.type(root.output).bytes()));
+    double picked = static_cast<double>(g.type(root.output).bytes());
+    if (root.op == ir::OpId::kEmbeddingBag) {
+      const auto& w = g.type(root.inputs[0]);
+      picked = static_cast<double>(g.type(root.inputs[1]).numel()) * static_cast<double>(w.shape[1]) *
+               static_cast<double>(ir::dtype_size(w.dtype));
+    }
+    c.bytes -= table - std::min(table, picked);
   }
   const double out_bytes = static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.root())].output).bytes());
   c.bytes += out_bytes;

@@ -4,22 +4,10 @@
 #include <numeric>
 
 #include "ir/graph.h"
+#include "ir/infer_args.h"
 #include "ir/shape_rules.h"
 
 namespace kforge::ir {
-
-namespace {
-
-struct InferArgs {
-  const Graph& g;
-  const Node& node;
-  const TensorType& in(size_t i) const { return g.type(node.inputs.at(i)); }
-  bool has(size_t i) const { return i < node.inputs.size() && node.inputs[i] != kNoValue; }
-  const Attrs& a() const { return node.attrs; }
-  size_t rank() const { return in(0).shape.size(); }
-};
-
-using Rule = StatusOr<TensorType> (*)(const InferArgs&);
 
 StatusOr<int64_t> norm_dim(int64_t d, size_t rank, const char* what) {
   int64_t r = static_cast<int64_t>(std::max<size_t>(rank, 1));
@@ -30,6 +18,10 @@ StatusOr<int64_t> norm_dim(int64_t d, size_t rank, const char* what) {
   }
   return nd;
 }
+
+namespace {
+
+using Rule = StatusOr<TensorType> (*)(const InferArgs&);
 
 DType scalar_promote(DType t, const AttrValue& scalar) {
   if (std::holds_alternative<double>(scalar) && is_integral(t)) return DType::kFloat32;
@@ -47,12 +39,14 @@ bool keeps_integer_dtype(OpId op) {
     case OpId::kClamp:
     case OpId::kHardTanh:
     case OpId::kIdentity:
+    case OpId::kBitwiseNot:
     case OpId::kDropout: return true;
     default: return false;
   }
 }
 
 StatusOr<TensorType> infer_Unary(const InferArgs& x) {
+  if (x.node.op == OpId::kBitwiseNot) KF_RETURN_IF_ERROR(check_bitwise_dtypes(x));
   TensorType t = x.in(0);
   if (is_integral(t.dtype) && !keeps_integer_dtype(x.node.op)) t.dtype = DType::kFloat32;
   if (x.node.op == OpId::kPowScalar && is_integral(t.dtype) &&
@@ -67,6 +61,7 @@ StatusOr<TensorType> infer_Cast(const InferArgs& x) {
 }
 
 StatusOr<TensorType> infer_Binary(const InferArgs& x) {
+  KF_RETURN_IF_ERROR(check_bitwise_dtypes(x));
   TensorType out;
   if (x.has(1)) {
     if (!x.a().is_null("scalar")) return invalid_argument("takes either a second tensor or a scalar, not both");
@@ -522,6 +517,8 @@ Status check_index_dtype(const TensorType& index) {
 }
 
 StatusOr<TensorType> infer_Index(const InferArgs& x) {
+  if (x.node.op == OpId::kOneHot) return infer_one_hot(x);
+  if (x.node.op == OpId::kEmbeddingBag) return infer_embedding_bag(x);
   const TensorType& src = x.in(0);
   const TensorType& index = x.in(1);
   KF_RETURN_IF_ERROR(check_index_dtype(index));
@@ -575,6 +572,7 @@ StatusOr<TensorType> infer_Unfold(const InferArgs& x) {
 }
 
 StatusOr<TensorType> infer_Pad(const InferArgs& x) {
+  if (x.node.op != OpId::kConstantPad) return infer_mode_pad(x);
   const Shape& in = x.in(0).shape;
   const auto& pad = x.a().ints("pad");
   if (pad.size() % 2 != 0) return invalid_argument("pad needs (left, right) pairs, got " + shape_str(pad));

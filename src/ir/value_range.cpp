@@ -222,11 +222,26 @@ ValueRange node_range(const ir::Graph& g, const ir::Node& node, const std::vecto
     case ir::OpId::kEmbedding:
     case ir::OpId::kIndexSelect:
     case ir::OpId::kGather:
-    case ir::OpId::kUnfold: return x;
-    case ir::OpId::kConstantPad: {
+    case ir::OpId::kUnfold:
+    case ir::OpId::kReflectPad:
+    case ir::OpId::kReplicatePad:
+    case ir::OpId::kCircularPad:
+    case ir::OpId::kUpsampleNearest:
+    case ir::OpId::kSort:
+    case ir::OpId::kTopk:
+    case ir::OpId::kCummax:
+    case ir::OpId::kCummin: return x;
+    case ir::OpId::kEmbeddingBag: return node.attrs.s("mode") == "max" ? x : ValueRange::any();
+    case ir::OpId::kConstantPad:
+    case ir::OpId::kScatterValue: {
       const double v = round_to(t, node.attrs.f("value"));
       if (std::isnan(v) || x.is_any()) return ValueRange::any();
       return ValueRange::between(std::min(x.lo, v), std::max(x.hi, v));
+    }
+    case ir::OpId::kScatter: {
+      const ValueRange src = input_range(g, node, ranges, 2);
+      if (x.is_any() || src.is_any()) return ValueRange::any();
+      return ValueRange::between(std::min(x.lo, src.lo), std::max(x.hi, src.hi));
     }
     case ir::OpId::kCat:
     case ir::OpId::kStack: return union_of(g, node, ranges);

@@ -40,7 +40,9 @@ std::vector<ValueRange> value_ranges(const ir::Graph& g);
 // tanh, neg, identity; add, sub, mul, div with a constant; dropout (eval: identity; training:
 // the input's range joined with 0 and scaled by 1 / (1 - p), so {0} stays {0}); ops that only
 // move values (reshape, permute, expand, slice, select, flip, cat, embedding, index_select, gather,
-// unfold); and constant_pad (the input's range joined with the pad value). Any other op is any.
+// unfold, the reflect/replicate/circular pads, upsample_nearest, sort, topk, cummax, cummin,
+// embedding_bag's max); constant_pad and scatter_value (the input's range joined with the value);
+// scatter (the input's joined with src's). Any other op is any.
 ValueRange node_range(const ir::Graph& g, const ir::Node& node, const std::vector<ValueRange>& ranges);
 
 }  // namespace kforge::ir

@@ -39,7 +39,12 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
     case OpFamily::kTriangle:
     case OpFamily::kIndex:
     case OpFamily::kUnfold:
-    case OpFamily::kPad: return {Impl::kGenerated, Strategy::kGather};
+    case OpFamily::kPad:
+    case OpFamily::kResample:
+    case OpFamily::kFold: return {Impl::kGenerated, Strategy::kGather};
+    case OpFamily::kOrder:
+    case OpFamily::kCumExtreme: return {Impl::kGenerated, Strategy::kOrder};
+    case OpFamily::kScatter: return {Impl::kGenerated, Strategy::kScatter};
   }
   (void)g;
   return {Impl::kGenerated, Strategy::kElementwise};

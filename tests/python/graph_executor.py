@@ -78,6 +78,39 @@ def _sdpa(ins, at):
     return torch.softmax(w, -1) @ v
 
 
+def _div(x, y, mode):
+    return torch.div(torch.as_tensor(x), torch.as_tensor(y), rounding_mode=mode)
+
+
+def _mode_pad(x, pad, mode):
+    """F.pad's modes take (N, C, spatial...) inputs padded in their spatial dims only: other inputs are
+    viewed that way (leading dims folded into one batch dim)."""
+    k = len(pad) // 2
+    lead = list(x.shape[:x.dim() - k])
+    y = x.reshape([-1, 1] + list(x.shape[x.dim() - k:]))
+    y = F.pad(y, pad, mode=mode)
+    return y.reshape(lead + list(y.shape[2:]))
+
+
+def _upsample(x, a, linear):
+    """The op's definition, through ATen with the output size and the scale torch would pass on."""
+    size, k = a["size"], len(a["size"])
+    scales = [a["scale"]] * k
+    if not linear:
+        fn = {1: torch.ops.aten.upsample_nearest1d, 2: torch.ops.aten.upsample_nearest2d,
+              3: torch.ops.aten.upsample_nearest3d}[k]
+        return fn(x, size, *scales)
+    fn = {1: torch.ops.aten.upsample_linear1d, 2: torch.ops.aten.upsample_bilinear2d,
+          3: torch.ops.aten.upsample_trilinear3d}[k]
+    return fn(x, size, a["align_corners"], *scales)
+
+
+def _topk(x, a):
+    """The first k of the stable sort (the order kforge defines for ties)."""
+    s = torch.sort(x, dim=a["dim"], descending=a["largest"], stable=True)
+    return s.values.narrow(a["dim"], 0, a["k"]), s.indices.narrow(a["dim"], 0, a["k"])
+
+
 OPS = {
     "relu": lambda i, a: torch.relu(i[0]), "sigmoid": lambda i, a: torch.sigmoid(i[0]),
     "tanh": lambda i, a: torch.tanh(i[0]), "exp": lambda i, a: torch.exp(i[0]), "log": lambda i, a: torch.log(i[0]),
@@ -148,6 +181,32 @@ OPS = {
     "embedding": lambda i, a: F.embedding(i[1], i[0]),
     "index_select": lambda i, a: torch.index_select(i[0], a["dim"], i[1]),
     "gather": lambda i, a: torch.gather(i[0], a["dim"], i[1]),
+    "floor_divide": _binary(lambda x, y: _div(x, y, "floor")), "trunc_divide": _binary(lambda x, y: _div(x, y, "trunc")),
+    "remainder": _binary(lambda x, y: torch.remainder(torch.as_tensor(x), torch.as_tensor(y))),
+    "fmod": _binary(lambda x, y: torch.fmod(torch.as_tensor(x), torch.as_tensor(y))),
+    "bitwise_and": _binary(lambda x, y: torch.bitwise_and(torch.as_tensor(x), torch.as_tensor(y))),
+    "bitwise_or": _binary(lambda x, y: torch.bitwise_or(torch.as_tensor(x), torch.as_tensor(y))),
+    "bitwise_xor": _binary(lambda x, y: torch.bitwise_xor(torch.as_tensor(x), torch.as_tensor(y))),
+    "bitwise_not": lambda i, a: torch.bitwise_not(i[0]),
+    "reflect_pad": lambda i, a: _mode_pad(i[0], a["pad"], "reflect"),
+    "replicate_pad": lambda i, a: _mode_pad(i[0], a["pad"], "replicate"),
+    "circular_pad": lambda i, a: _mode_pad(i[0], a["pad"], "circular"),
+    "upsample_nearest": lambda i, a: _upsample(i[0], a, False),
+    "upsample_linear": lambda i, a: _upsample(i[0], a, True),
+    "sort": lambda i, a: torch.sort(i[0], dim=a["dim"], descending=a["descending"], stable=True).values,
+    "argsort": lambda i, a: torch.sort(i[0], dim=a["dim"], descending=a["descending"], stable=True).indices,
+    "topk": lambda i, a: _topk(i[0], a)[0], "topk_indices": lambda i, a: _topk(i[0], a)[1],
+    "cummax": lambda i, a: torch.cummax(i[0], a["dim"]).values,
+    "cummin": lambda i, a: torch.cummin(i[0], a["dim"]).values,
+    "cummax_indices": lambda i, a: torch.cummax(i[0], a["dim"]).indices,
+    "cummin_indices": lambda i, a: torch.cummin(i[0], a["dim"]).indices,
+    "scatter": lambda i, a: torch.scatter(i[0], a["dim"], i[1], i[2]),
+    "scatter_value": lambda i, a: torch.scatter(i[0], a["dim"], i[1], num(a["value"])),
+    "scatter_add": lambda i, a: torch.scatter_add(i[0], a["dim"], i[1], i[2]),
+    "one_hot": lambda i, a: F.one_hot(i[0], a["num_classes"]),
+    "embedding_bag": lambda i, a: F.embedding_bag(i[1], i[0], i[2], mode=a["mode"],
+                                                  include_last_offset=a["include_last_offset"]),
+    "fold": lambda i, a: F.fold(i[0], a["output_size"], a["kernel_size"], a["dilation"], a["padding"], a["stride"]),
 }
 
 

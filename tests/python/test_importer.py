@@ -356,6 +356,43 @@ CASES = [
      [("gather", {"dim": 1})]),
     ("constant_pad", "return F.pad(x, (1, 2), value=0.5)", None, None, None,
      [("constant_pad", {"pad": [1, 2], "value": 0.5})]),
+    ("rounded_division", "return torch.div(x, 2, rounding_mode='floor') + x // 3 + torch.div(x, y, rounding_mode='trunc')",
+     "torch.rand(4, 8), torch.rand(8) + 1", "x, y", None,
+     [("floor_divide", {"scalar": 2, "reverse": False}), ("floor_divide", {"scalar": 3, "reverse": False}),
+      ("add", None), ("trunc_divide", None), ("add", None)]),
+    ("remainder_fmod", "return x % 0.3 - torch.fmod(x, y) + 2 % x", "torch.rand(4, 8), torch.rand(8) + 1", "x, y", None,
+     [("remainder", {"scalar": 0.3, "reverse": False}), ("fmod", None), ("sub", None),
+      ("remainder", {"scalar": 2, "reverse": True}), ("add", None)]),
+    ("bitwise_int", "return (i & 3) | (i ^ j), ~i", "torch.randint(0, 8, (4, 3)), torch.randint(0, 8, (3,))", "i, j",
+     None, [("full", None), ("bitwise_and", None), ("bitwise_xor", None), ("bitwise_or", None), ("bitwise_not", None)]),
+    ("bitwise_xor_bool", "return (x > 0.5) ^ (x < 0.7)", None, None, None,
+     [("gt", None), ("lt", None), ("bitwise_xor", None)]),
+    ("pad_modes", "return F.pad(x, (2, 1), mode='reflect'), F.pad(x, (1, 0), mode='replicate'), "
+     "F.pad(x, (3, 3), mode='circular')", "torch.rand(2, 4, 8)", None, None,
+     [("reflect_pad", {"pad": [2, 1]}), ("replicate_pad", {"pad": [1, 0]}), ("circular_pad", {"pad": [3, 3]})]),
+    ("interpolate", "return F.interpolate(x, scale_factor=2), F.interpolate(x, size=(5, 3), mode='bilinear', "
+     "align_corners=True), F.interpolate(x, size=(2, 4), mode='area')", "torch.rand(1, 2, 4, 8)", None, None,
+     [("upsample_nearest", {"size": [8, 16], "scale": 2.0}),
+      ("upsample_linear", {"size": [5, 3], "align_corners": True, "scale": None}),
+      ("adaptive_avg_pool", {"output_size": [2, 4]})]),
+    ("sort_topk", "v, i = torch.sort(x, dim=0, descending=True)\nt = torch.topk(x, 3, largest=False)\n"
+     "return v, i, t.values, t.indices, x.argsort(1)", None, None, None,
+     [("sort", {"dim": 0, "descending": True}), ("argsort", {"dim": 0, "descending": True}),
+      ("topk", {"k": 3, "dim": 1, "largest": False}), ("topk_indices", {"k": 3, "dim": 1, "largest": False}),
+      ("argsort", {"dim": 1, "descending": False})]),
+    ("cummax_cummin", "a = torch.cummax(x, 1)\nb = x.cummin(dim=0)\nreturn a.values, a.indices, b[0], b[1]", None, None,
+     None, [("cummax", {"dim": 1}), ("cummax_indices", {"dim": 1}), ("cummin", {"dim": 0}),
+            ("cummin_indices", {"dim": 0})]),
+    ("scatter", "return x.scatter(1, i, x), x.scatter(1, i, 2.0), x.scatter_add(0, i, x)",
+     "torch.rand(4, 8), torch.randint(0, 4, (4, 3))", "x, i", None,
+     [("scatter", {"dim": 1}), ("scatter_value", {"dim": 1, "value": 2.0}), ("scatter_add", {"dim": 0})]),
+    ("one_hot", "return F.one_hot(i, 8)", "torch.randint(0, 8, (4, 3))", "i", None, [("one_hot", {"num_classes": 8})]),
+    ("embedding_bag", "return F.embedding_bag(i, w, o, mode='sum')",
+     "torch.randint(0, 8, (6,)), torch.rand(8, 5), torch.tensor([0, 2])", "i, w, o", None,
+     [("embedding_bag", {"mode": "sum", "include_last_offset": False})]),
+    ("fold", "return F.fold(x, (3, 4), 2)", "torch.rand(2, 8, 6)", None, None,
+     [("fold", {"output_size": [3, 4], "kernel_size": [2, 2], "dilation": [1, 1], "padding": [0, 0],
+                "stride": [1, 1]})]),
 ]
 
 
@@ -515,9 +552,9 @@ def test_error_syntax(tmp_path):
 
 @pytest.mark.parametrize("forward,name,aten,line", [
     ("y = torch.fft.fft(x)\nreturn y.real", "torch.fft.fft", "_fft_r2c", 1),
-    ("v, i = torch.sort(x)\nreturn v", "torch.sort", "sort", 1),
-    ("v, i = torch.topk(x, 2)\nreturn v", "torch.topk", "topk", 1),
-], ids=["fft", "sort", "topk"])
+    ("y = torch.log1p(x)\nreturn y", "torch.log1p", "log1p", 1),
+    ("y = torch.lgamma(x)\nreturn y", "torch.lgamma", "lgamma", 1),
+], ids=["fft", "log1p", "lgamma"])
 def test_error_unsupported_op(tmp_path, forward, name, aten, line):
     """A C++ callable without a rule is captured as ATen ops; one kforge lacks is named with the user's line."""
     path = write_problem(tmp_path, forward)
@@ -526,8 +563,8 @@ def test_error_unsupported_op(tmp_path, forward, name, aten, line):
 
 
 def test_error_unsupported_call_form(tmp_path):
-    expect_error(write_problem(tmp_path, "return F.pad(x, (1, 1), mode='reflect')"),
-                 r"problem\.py:\d+: unsupported use of torch\.nn\.functional\.pad: mode='reflect'")
+    expect_error(write_problem(tmp_path, "return F.interpolate(x.view(1, 1, 4, 8), scale_factor=2, mode='bicubic')"),
+                 r"problem\.py:\d+: unsupported use of torch\.nn\.functional\.interpolate: mode='bicubic'")
 
 
 def test_error_data_dependent_branch(tmp_path):
@@ -578,9 +615,9 @@ def test_cli_user_error_exit_code(tmp_path):
     assert r.returncode == 2
     assert r.stderr.startswith("kforge import: error: cannot read problem file")
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
-    r = cli(write_problem(tmp_path, "return torch.sort(x)[0]"))
+    r = cli(write_problem(tmp_path, "return torch.log1p(x)"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert re.match(r"kforge import: error: .*problem\.py:\d+: torch\.sort decomposes to aten\.sort", r.stderr)
+    assert re.match(r"kforge import: error: .*problem\.py:\d+: torch\.log1p decomposes to aten\.log1p", r.stderr)
 
 
 def test_non_finite_constant(tmp_path):

@@ -90,6 +90,26 @@ CASES = [
     ("unfold_pad", ["unfold", "constant_pad"],
      "return x.unfold(1, 3, 2), F.pad(x, (1, 2, -1, 0), value=float('-inf')), F.pad(x, (0, 1), value=0.5)",
      [(N, L)], ""),
+    ("rounded_division", ["floor_divide", "trunc_divide", "remainder", "fmod"],
+     "return torch.div(x, y, rounding_mode='floor'), torch.div(x, 2, rounding_mode='trunc'), x % y, torch.fmod(x, y)",
+     [(N, L), (L,)], ""),
+    ("bitwise", ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"],
+     "return (y & 5) | (~y ^ y)", [(N, L), "torch.randint(-9, 9, (%d,))" % L], ""),
+    ("pad_modes", ["reflect_pad", "replicate_pad", "circular_pad"],
+     "return F.pad(x, (2, 1, 1, 0), mode='reflect'), F.pad(x, (1, 1, 0, 2), mode='replicate'), F.pad(x, (0, 2, 1, 0), mode='circular')",
+     [(N, C, H, W)], ""),
+    ("interpolate", ["upsample_nearest", "upsample_linear"],
+     "return F.interpolate(x, scale_factor=2), F.interpolate(x, size=(%d, 3), mode='bilinear', align_corners=True)" % (H + 2),
+     [(N, C, H, W)], ""),
+    ("order", ["sort", "argsort", "topk", "topk_indices", "cummax", "cummin", "cummax_indices", "cummin_indices"],
+     "s = torch.sort(x, dim=1, descending=True); t = torch.topk(x, 2, dim=0, largest=False)\n"
+     "return s.values, s.indices, t.values, t.indices, torch.cummax(x, 1), torch.cummin(x, 0)", [(N, L)], ""),
+    ("scatter", ["scatter", "scatter_value", "scatter_add", "one_hot"],
+     "return x.scatter(1, y, x), x.scatter(1, y, 1.5), x.scatter_add(1, y, x), F.one_hot(y, %d)" % L,
+     [(N, L), "torch.randint(0, %d, (%d, 3))" % (L, N)], ""),
+    ("bags_fold", ["embedding_bag", "fold"],
+     "return F.embedding_bag(y, x, mode='max'), F.fold(z, (%d, %d), 2)" % (H, W),
+     [(N, L), "torch.randint(0, %d, (3, 4))" % N, (N, 4 * C, (H - 1) * (W - 1))], ""),
 ]
 
 def problem_source(body, shapes, init):

@@ -70,3 +70,54 @@ static inline unsigned int kf_grid(int64_t n, int block) {
 
 #define KF_GRID_STRIDE(i, n) \
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+// Division with rounding and remainders (floor_divide, trunc_divide, remainder, fmod) in the compute
+// types of the elementwise kernels, as torch's CUDA kernels compute them: floats through fmod (a zero
+// divisor gives a / b's inf or nan), integers with C's truncating division corrected; an integer
+// division by zero traps (torch raises ZeroDivisionError).
+template <typename T>
+__device__ __forceinline__ T kf_nonzero_divisor(T b) {
+  if (b == T(0)) __trap();
+  return b;
+}
+template <typename T>
+__device__ __forceinline__ T kf_floor_divide(T a, T b) {
+  b = kf_nonzero_divisor(b);
+  const T q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T>
+__device__ __forceinline__ T kf_trunc_divide(T a, T b) {
+  return a / kf_nonzero_divisor(b);
+}
+template <typename T>
+__device__ __forceinline__ T kf_remainder(T a, T b) {
+  b = kf_nonzero_divisor(b);
+  const T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename T>
+__device__ __forceinline__ T kf_fmod(T a, T b) {
+  return a % kf_nonzero_divisor(b);
+}
+#define KF_FLOAT_DIVISION(T, FMOD, FLOOR, TRUNC, COPYSIGN)                    \
+  __device__ __forceinline__ T kf_floor_divide(T a, T b) {                    \
+    if (b == T(0)) return a / b;                                              \
+    const T mod = FMOD(a, b);                                                 \
+    T div = (a - mod) / b;                                                    \
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);             \
+    if (div == T(0)) return COPYSIGN(T(0), a / b);                            \
+    T floordiv = FLOOR(div);                                                  \
+    if (div - floordiv > T(0.5)) floordiv += T(1);                            \
+    return floordiv;                                                          \
+  }                                                                           \
+  __device__ __forceinline__ T kf_trunc_divide(T a, T b) { return TRUNC(a / b); } \
+  __device__ __forceinline__ T kf_remainder(T a, T b) {                       \
+    T mod = FMOD(a, b);                                                       \
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) mod += b;                \
+    return mod;                                                               \
+  }                                                                           \
+  __device__ __forceinline__ T kf_fmod(T a, T b) { return FMOD(a, b); }
+KF_FLOAT_DIVISION(float, fmodf, floorf, truncf, copysignf)
+KF_FLOAT_DIVISION(double, fmod, floor, trunc, copysign)
+#undef KF_FLOAT_DIVISION
