@@ -3,7 +3,7 @@
 
 #include "costmodel/roofline.h"
 #include "schedule/planner.h"
-#include "skills/value_range.h"
+#include "ir/value_range.h"
 #include "test_util.h"
 
 namespace kforge {
@@ -44,7 +44,7 @@ TEST(MovementValueRanges, MovedValuesKeepTheirRangeAndWritesJoinTheirs) {
       node("a", "scatter_add", R"("c", "i", "c")", R"({"dim": 1})") + "," +
       node("f", "floor_divide", R"("c", null)", R"({"scalar": 2, "reverse": false})") + "," +
       node("y", "scatter", R"("c", "i", "s")", R"({"dim": 1})"));
-  const auto r = skills::value_ranges(g);
+  const auto r = ir::value_ranges(g);
   auto range = [&](const char* id) { return r[static_cast<size_t>(g.find(id))].str(); };
   for (const char* id : {"s", "t", "m", "p", "u", "y"}) EXPECT_EQ(range(id), "[0, 1]") << id;
   EXPECT_EQ(range("v"), "[0, 2]");
