@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/roofline.h"
-#include "schedule/planner.h"
 #include "ir/value_range.h"
+#include "schedule/planner.h"
 #include "test_util.h"
 
 namespace kforge {
