@@ -24,6 +24,8 @@ using layout::gather_kernel;
 using layout::Index;
 using layout::index_for;
 using layout::memcpy_kernel;
+using layout::merge_pad_dims;
+using layout::MergedPadDims;
 using layout::norm_dim;
 using layout::prod;
 
@@ -184,40 +186,20 @@ StatusOr<KernelSource> emit_Pad(const EmitContext& ctx) {
   const int64_t total = ctx.out_type().numel();
   if (total == 0) return empty_kernel(ctx);
   // Per dim, the pad before it (negative: cropped); runs of unpadded dims merge into one.
-  std::vector<int64_t> before(in.size(), 0);
-  std::vector<bool> padded(in.size(), false);
-  for (size_t j = 0; j < pad.size() / 2; ++j) {
-    const size_t dim = in.size() - 1 - j;
-    before[dim] = pad[2 * j];
-    padded[dim] = pad[2 * j] != 0 || pad[2 * j + 1] != 0;
-  }
-  Shape m_out, m_in;
-  std::vector<int64_t> m_before;
-  std::vector<bool> m_padded;
-  for (size_t dim = 0; dim < in.size(); ++dim) {
-    if (!padded[dim] && !m_out.empty() && !m_padded.back()) {
-      m_out.back() *= out[dim];
-      m_in.back() *= in[dim];
-      continue;
-    }
-    m_out.push_back(out[dim]);
-    m_in.push_back(in[dim]);
-    m_before.push_back(before[dim]);
-    m_padded.push_back(padded[dim]);
-  }
-  if (std::find(m_padded.begin(), m_padded.end(), true) == m_padded.end()) return memcpy_kernel(ctx, 0, 0, total);
+  const MergedPadDims m = merge_pad_dims(in, out, pad);
+  if (!m.any_padded()) return memcpy_kernel(ctx, 0, 0, total);
   KF_ASSIGN_OR_RETURN(std::string value, value_of(ctx.node().attrs.f("value"), ctx.out_type().dtype));
   Index ix = index_for(std::max(total, ctx.in_type(0).numel()));
-  const auto strides = contiguous_strides(m_in);
+  const auto strides = contiguous_strides(m.in);
   // Coordinates in 64 bits: a negative pad makes the source coordinate exceed the output's.
   std::ostringstream body, inside;
   body << "    int64_t src = 0;\n";
-  for (size_t k = 0; k < m_out.size(); ++k) {
+  for (size_t k = 0; k < m.out.size(); ++k) {
     const std::string c = "c" + std::to_string(k);
-    body << "    const int64_t " << c << " = (int64_t)" << coord(ix, m_out, k, "i");
-    if (m_before[k] != 0) body << " - " << m_before[k] << "LL";
+    body << "    const int64_t " << c << " = (int64_t)" << coord(ix, m.out, k, "i");
+    if (m.before[k] != 0) body << " - " << m.before[k] << "LL";
     body << ";\n";
-    if (m_padded[k]) inside << (inside.tellp() > 0 ? " && " : "") << c << " >= 0 && " << c << " < " << m_in[k] << "LL";
+    if (m.padded[k]) inside << (inside.tellp() > 0 ? " && " : "") << c << " >= 0 && " << c << " < " << m.in[k] << "LL";
     body << "    src += " << c;
     if (strides[k] != 1) body << " * " << strides[k] << "LL";
     body << ";\n";
@@ -225,7 +207,7 @@ StatusOr<KernelSource> emit_Pad(const EmitContext& ctx) {
   body << "    out[i] = (" << inside.str() << ") ? in0[src] : " << value << ";\n";
   return gather_kernel(ctx, ix, body.str(),
                        "constant pad " + ir::shape_str(pad) + " of " + ir::shape_str(in) + " over merged dims " +
-                           ir::shape_str(m_in) + " -> " + ir::shape_str(m_out));
+                           ir::shape_str(m.in) + " -> " + ir::shape_str(m.out));
 }
 
 }  // namespace kforge::codegen

@@ -35,39 +35,18 @@ StatusOr<KernelSource> emit_mode_pad(const EmitContext& ctx) {
   const auto& pad = ctx.node().attrs.ints("pad");
   const int64_t total = ctx.out_type().numel();
   if (total == 0) return layout::empty_kernel(ctx);
-  std::vector<int64_t> before(in.size(), 0);
-  std::vector<bool> padded(in.size(), false);
-  for (size_t j = 0; j < pad.size() / 2; ++j) {
-    const size_t dim = in.size() - 1 - j;
-    before[dim] = pad[2 * j];
-    padded[dim] = pad[2 * j] != 0 || pad[2 * j + 1] != 0;
-  }
-  ir::Shape m_out, m_in;
-  std::vector<int64_t> m_before;
-  std::vector<bool> m_padded;
-  for (size_t dim = 0; dim < in.size(); ++dim) {
-    if (!padded[dim] && !m_out.empty() && !m_padded.back()) {
-      m_out.back() *= out[dim];
-      m_in.back() *= in[dim];
-      continue;
-    }
-    m_out.push_back(out[dim]);
-    m_in.push_back(in[dim]);
-    m_before.push_back(before[dim]);
-    m_padded.push_back(padded[dim]);
-  }
-  if (std::find(m_padded.begin(), m_padded.end(), true) == m_padded.end())
-    return layout::memcpy_kernel(ctx, 0, 0, total);
+  const layout::MergedPadDims m = layout::merge_pad_dims(in, out, pad);
+  if (!m.any_padded()) return layout::memcpy_kernel(ctx, 0, 0, total);
   const layout::Index ix = layout::index_for(std::max(total, ctx.in_type(0).numel()));
-  const auto strides = contiguous_strides(m_in);
+  const auto strides = contiguous_strides(m.in);
   std::ostringstream body;
   body << "    int64_t src = 0;\n";
-  for (size_t k = 0; k < m_out.size(); ++k) {
+  for (size_t k = 0; k < m.out.size(); ++k) {
     const std::string c = "c" + std::to_string(k);
-    body << "    int64_t " << c << " = (int64_t)" << coord(ix, m_out, k, "i");
-    if (m_before[k] != 0) body << " - " << m_before[k] << "LL";
+    body << "    int64_t " << c << " = (int64_t)" << coord(ix, m.out, k, "i");
+    if (m.before[k] != 0) body << " - " << m.before[k] << "LL";
     body << ";\n";
-    if (m_padded[k]) body << mapped(ctx.node().op, c, m_in[k]);
+    if (m.padded[k]) body << mapped(ctx.node().op, c, m.in[k]);
     body << "    src += " << c;
     if (strides[k] != 1) body << " * " << strides[k] << "LL";
     body << ";\n";
@@ -75,8 +54,8 @@ StatusOr<KernelSource> emit_mode_pad(const EmitContext& ctx) {
   body << "    out[i] = in0[src];\n";
   return layout::gather_kernel(ctx, ix, body.str(),
                                std::string(ir::op_info(ctx.node().op).name) + " " + ir::shape_str(pad) + " of " +
-                                   ir::shape_str(in) + " over merged dims " + ir::shape_str(m_in) + " -> " +
-                                   ir::shape_str(m_out));
+                                   ir::shape_str(in) + " over merged dims " + ir::shape_str(m.in) + " -> " +
+                                   ir::shape_str(m.out));
 }
 
 }  // namespace kforge::codegen

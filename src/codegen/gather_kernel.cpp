@@ -120,4 +120,31 @@ std::string coord(const Index& ix, const Shape& shape, size_t k, const std::stri
   return e;
 }
 
+bool MergedPadDims::any_padded() const {
+  return std::find(padded.begin(), padded.end(), true) != padded.end();
+}
+
+MergedPadDims merge_pad_dims(const ir::Shape& in, const ir::Shape& out, const std::vector<int64_t>& pad) {
+  std::vector<int64_t> before(in.size(), 0);
+  std::vector<bool> padded(in.size(), false);
+  for (size_t j = 0; j < pad.size() / 2; ++j) {
+    const size_t dim = in.size() - 1 - j;
+    before[dim] = pad[2 * j];
+    padded[dim] = pad[2 * j] != 0 || pad[2 * j + 1] != 0;
+  }
+  MergedPadDims m;
+  for (size_t dim = 0; dim < in.size(); ++dim) {
+    if (!padded[dim] && !m.out.empty() && !m.padded.back()) {
+      m.out.back() *= out[dim];
+      m.in.back() *= in[dim];
+      continue;
+    }
+    m.out.push_back(out[dim]);
+    m.in.push_back(in[dim]);
+    m.before.push_back(before[dim]);
+    m.padded.push_back(padded[dim]);
+  }
+  return m;
+}
+
 }  // namespace kforge::codegen::layout

@@ -32,7 +32,19 @@ std::string convert(const std::string& e, ir::DType from, ir::DType to);
 // A zero of the dtype, as a C expression.
 std::string zero_of(ir::DType t);
 
+// A pad's dims (torch's `pad` list: last dim first, a before/after pair each) with runs of unpadded dims merged
+// into one: the output and input extents, the pad before each merged dim (negative: cropped), whether it is
+// padded. The constant and the reflect/replicate/circular pad kernels index the same merged dims.
+struct MergedPadDims {
+  ir::Shape out, in;
+  std::vector<int64_t> before;
+  std::vector<bool> padded;
+  bool any_padded() const;
+};
+MergedPadDims merge_pad_dims(const ir::Shape& in, const ir::Shape& out, const std::vector<int64_t>& pad);
+
 // A kernel that does nothing (an empty output).
+
 KernelSource empty_kernel(const EmitContext& ctx);
 // out[0 .. bytes) = in[offset elements ..] as one device-to-device copy on the stream.
 KernelSource memcpy_kernel(const EmitContext& ctx, size_t in_index, int64_t elem_offset, int64_t elems);
