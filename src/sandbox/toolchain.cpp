@@ -70,8 +70,11 @@ std::string python_executable() {
   static const std::string chosen = [] {
     std::string p = env("KFORGE_PYTHON");
     if (!p.empty()) return p;
-    // The first python3 that has torch (a pyenv python3 on PATH may lack Debian's python3-torch).
-    for (std::string c : {on_path("python3"), std::string("/usr/bin/python3"), on_path("python")}) {
+    // The project's environment (scripts/setup.sh: .venv with python/requirements/*.txt, torch from PyPI),
+    // else the first python3 that has torch (a pyenv python3 on PATH may lack torch).
+    std::string venv;
+    if (auto home = kforge_home(); home.is_ok()) venv = (*home / ".venv" / "bin" / "python").string();
+    for (std::string c : {venv, on_path("python3"), std::string("/usr/bin/python3"), on_path("python")}) {
       if (c.empty()) continue;
       auto r = run_process({c, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"},
                            {.timeout_seconds = 30});
