@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/costmodel_command.h"
+#include "cli/env_command.h"
 #include "cli/explore_command.h"
 #include "cli/options.h"
 #include "cli/synth_command.h"
@@ -159,6 +160,10 @@ int main(int argc, char** argv) {
   auto* train = add_train_subcommand(app, train_args);
   ExploreArgs explore_args;
   auto* explore = add_explore_subcommand(app, explore_args);
+  EnvArgs env_args;
+  auto* env = add_env_subcommand(app, env_args);
+  ServeArgs serve_args;
+  auto* serve = add_serve_subcommand(app, serve_args);
 
   SelftestArgs selftest_args;
   auto* selftest = app.add_subcommand("selftest", "kforge's own checks against adversarial fixtures");
@@ -216,6 +221,11 @@ int main(int argc, char** argv) {
   if (*synth) return run_synth(synth_args);
   if (*train) return run_train(train_args);
   if (*explore) return run_explore(explore_args);
+  if (*env) return run_env(env_args);
+  if (*serve) {
+    serve_args.rest = serve->remaining();
+    return run_serve(serve_args);
+  }
   if (*threats) return run_selftest(selftest_args);
   if (*ingest) return run_costmodel_ingest(ingest_args);
   if (*fit) return run_costmodel_fit(fit_args);
