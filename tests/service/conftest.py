@@ -15,9 +15,20 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
-httpx = pytest.importorskip("httpx", reason="python/requirements/service.txt is not installed (scripts/setup.sh)")
-pytest.importorskip("ray", reason="python/requirements/service.txt is not installed (scripts/setup.sh)")
-pytest.importorskip("fastapi", reason="python/requirements/service.txt is not installed (scripts/setup.sh)")
+try:
+    import httpx
+except ImportError:  # the test modules skip (needs_service)
+    httpx = None
+
+
+def needs_service():
+    """At the top of each test module: skip where python/requirements/service.txt is not installed."""
+    for m in ("httpx", "ray", "fastapi", "uvicorn"):
+        pytest.importorskip(m, reason="python/requirements/service.txt is not installed (scripts/setup.sh)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (run on the GPU machine)")
 
 KFORGE = os.environ.get("KFORGE_BIN") or str(REPO / "build" / "kforge")
 PROBLEM = "relu_tanh.py"  # tests/problems/relu_tanh.py, a default problem root

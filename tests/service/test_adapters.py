@@ -3,6 +3,12 @@ from the example configs (examples/service/). veRL and OpenRLHF are not installe
 DeepSpeed): the tests are doubles of their call shape. SkyRL's environment subclasses the real
 skyrl_gym BaseTextEnv (skyrl-gym from PyPI, python/requirements/service.txt)."""
 
+import pytest
+
+from conftest import needs_service
+
+needs_service()
+
 import asyncio
 import importlib.util
 import os

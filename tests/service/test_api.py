@@ -2,6 +2,12 @@
 429, quotas, idempotency, skill and LLM sessions against the kforge binary's own answers, and a worker
 killed in the middle of a job."""
 
+import pytest
+
+from conftest import needs_service
+
+needs_service()
+
 import json
 import os
 import signal

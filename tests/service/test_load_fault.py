@@ -4,6 +4,12 @@ a clean run for the figures, then a run in which a worker is killed mid-job and 
 finishes, with its step applied once and its three evaluations recorded once), nothing answered twice
 (no job result written twice). The figures are printed (ctest -V, or pytest -s)."""
 
+import pytest
+
+from conftest import needs_service
+
+needs_service()
+
 import json
 import os
 import signal
