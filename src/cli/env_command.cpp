@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "agent/evaluation_log.h"
 #include "agent/evaluator_factory.h"
 #include "agent/tasks.h"
 #include "base/json.h"
@@ -37,6 +38,9 @@ CLI::App* add_env_subcommand(CLI::App& app, EnvArgs& a) {
   cmd->add_flag("--evaluate-each", a.evaluate_each,
                 "evaluate every turn (default: the turns before the last are edits, evaluated only at the end)");
   cmd->add_flag("--last-edit", a.last_edit, "the last turn is an edit too: only the first schedule is evaluated");
+  cmd->add_option("--record", a.record,
+                  "an evaluation log (JSON lines, as `kforge explore --record`): programs it holds are answered from "
+                  "it, new evaluations are appended, so a replayed episode measures each program once");
   return cmd;
 }
 
@@ -67,6 +71,28 @@ StatusOr<std::vector<int>> parse_actions(const std::string& list) {
   return ids;
 }
 
+// Answers the programs of an evaluation log from it; evaluates the others with `inner` (which records them).
+class LoggedEvaluator : public agent::Evaluator {
+ public:
+  LoggedEvaluator(std::shared_ptr<agent::Evaluator> inner, std::map<std::string, agent::Evaluation> logged)
+      : inner_(std::move(inner)), logged_(std::move(logged)) {}
+  std::string name() const override { return inner_->name(); }
+  bool measured() const override { return inner_->measured(); }
+  StatusOr<agent::Evaluation> evaluate(const agent::Task& task, const schedule::Schedule& s) override {
+    const std::string key = agent::evaluation_key(task, s);
+    if (auto it = logged_.find(key); it != logged_.end()) return it->second;
+    KF_ASSIGN_OR_RETURN(agent::Evaluation e, inner_->evaluate(task, s));
+    ++fresh_;
+    return logged_.emplace(key, std::move(e)).first->second;
+  }
+  int fresh() const { return fresh_; }
+
+ private:
+  std::shared_ptr<agent::Evaluator> inner_;
+  std::map<std::string, agent::Evaluation> logged_;
+  int fresh_ = 0;
+};
+
 }  // namespace
 
 int run_env(const EnvArgs& a) {
@@ -86,7 +112,22 @@ int run_env(const EnvArgs& a) {
       .trials = a.trials};
   auto evaluator = agent::make_evaluator(a.device, gpu);
   if (!evaluator.is_ok()) return report_error(evaluator.status(), "env");
-  agent::Environment env(*evaluator, agent::EnvConfig{.max_turns = a.max_turns});
+  std::shared_ptr<agent::Evaluator> judge = *evaluator;
+  std::shared_ptr<LoggedEvaluator> logged;
+  if (!a.record.empty()) {
+    std::map<std::string, agent::Evaluation> known;
+    std::error_code ec;
+    if (std::filesystem::file_size(a.record, ec) > 0 && !ec) {
+      auto log = agent::read_evaluation_logs({a.record});
+      if (!log.is_ok()) return report_error(log.status(), "env");
+      known = std::move(log->evaluations);
+    }
+    auto recorder = agent::RecordingEvaluator::open(*evaluator, a.record);
+    if (!recorder.is_ok()) return report_error(recorder.status(), "env");
+    logged = std::make_shared<LoggedEvaluator>(*recorder, std::move(known));
+    judge = logged;
+  }
+  agent::Environment env(judge, agent::EnvConfig{.max_turns = a.max_turns});
   auto first = env.reset(task);
   if (!first.is_ok()) return report_error(first.status(), "env");
   OrderedJson info = nullptr;
@@ -120,6 +161,7 @@ int run_env(const EnvArgs& a) {
   j["reward"] = reward;
   j["episode_reward"] = env.episode_reward();
   j["evaluations"] = env.evaluations();
+  j["evaluations_new"] = logged ? logged->fresh() : env.evaluations();  // not answered from --record
   j["evaluated"] = o.evaluated;
   OrderedJson actions = OrderedJson::array();
   for (size_t i = 0; i < o.actions.size(); ++i)

@@ -21,6 +21,7 @@ struct EnvArgs {
   int trials = 30;
   bool evaluate_each = false;  // every turn evaluated (step); default: turns before the last are edits
   bool last_edit = false;      // the last turn is an edit too (nothing evaluated but the first schedule)
+  std::string record;          // evaluation log: programs in it are answered from it, new ones appended
 };
 // Registers `kforge env`; returns the subcommand.
 CLI::App* add_env_subcommand(CLI::App& app, EnvArgs& a);

@@ -57,8 +57,9 @@ class Service:
         if self.cfg.address:
             ray.init(address=self.cfg.address, log_to_driver=False, configure_logging=False)
         else:
+            # Results are small JSON: a small object store (Ray's default takes 30 % of memory).
             ray.init(num_cpus=self.cfg.build_workers, num_gpus=self.cfg.gpus, include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
+                     log_to_driver=False, configure_logging=False, object_store_memory=256 << 20)
         wcfg = {"kforge_bin": self.cfg.kforge_bin, "python": self.cfg.python, "python_path": self.cfg.python_path,
                 "work_dir": str(Path(self.cfg.work_dir) / "jobs"), "job_timeout_s": self.cfg.job_timeout_s,
                 "allow_test_delay": self.cfg.allow_test_delay}
@@ -165,6 +166,8 @@ class Service:
             obs = result["observation"]
             db.execute("UPDATE sessions SET actions=?, observation=? WHERE id=?",
                        (json.dumps(p.get("actions", [])), json.dumps(obs), sid))
+            if "evlog" in result:
+                db.execute("UPDATE sessions SET evlog=? WHERE id=?", (result["evlog"], sid))
             if not p.get("last_edit"):
                 program = json.dumps(obs.get("schedule"))
                 add_record(db, sid, job["id"], "env", obs.get("turn"), obs["last"], program)
@@ -198,8 +201,11 @@ class Service:
 
 
 def job_view(job):
+    result = job["result"]
+    if isinstance(result, dict) and "evlog" in result:  # the session's log travels with jobs, not to clients
+        result = {k: v for k, v in result.items() if k != "evlog"}
     out = {"job": job["id"], "kind": job["kind"], "session": job["session"], "state": job["state"],
-           "attempts": job["attempts"], "workers": job["workers"], "result": job["result"]}
+           "attempts": job["attempts"], "workers": job["workers"], "result": result}
     return JSONResponse(out, status_code=200 if job["state"] == "done" else 202)
 
 
@@ -359,11 +365,14 @@ def make_app(cfg):
         svc.store.close_session(sid)
         return {"session": sid, "closed": True}
 
-    def env_payload(s, actions, last_edit=False, delay=None):
+    def env_payload(s, actions, last_edit=False, delay=None, fresh=False):
         if not s["problem"]:
             raise ApiError(409, "the session's task is still being synthesized; wait for its job")
+        # The session's evaluation log: a program measured before in this session is not measured again
+        # (evaluate asks for fresh measurements).
         p = {"problem": s["problem"], "protocol": s["protocol"], "device": svc.device, "actions": actions,
-             "last_edit": last_edit, "max_turns": s["origin"].get("max_turns", 150)}
+             "last_edit": last_edit, "max_turns": s["origin"].get("max_turns", 150),
+             "evlog": None if fresh else (s.get("evlog") or "")}
         if delay and cfg.allow_test_delay:
             p["test_delay_s"] = delay
         return p
@@ -425,8 +434,8 @@ def make_app(cfg):
             if delay and cfg.allow_test_delay:
                 payload["test_delay_s"] = delay
             return await answer(await svc.submit(client, sid, "submit", payload, idem), wait)
-        return await answer(await svc.submit(client, sid, "env", env_payload(s, s["actions"], delay=delay), idem),
-                            wait)
+        payload = env_payload(s, s["actions"], delay=delay, fresh=True)
+        return await answer(await svc.submit(client, sid, "env", payload, idem), wait)
 
     @app.get("/v1/sessions/{sid}/reward")
     async def reward(sid: str, authorization: str = Auth):

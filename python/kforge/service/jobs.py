@@ -15,6 +15,7 @@ failures are data, never an exception out of the worker.
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,9 +58,14 @@ def kforge_error(rc, stderr):
     return {"status": "fault", "message": message}
 
 
-def run_env(cfg, p):
+def run_env(cfg, p, work):
     argv = [cfg["kforge_bin"], "env", p["problem"], "--protocol", p["protocol"], "--device", p["device"],
             "--max-turns", str(p.get("max_turns", 150))]
+    log = None
+    if p.get("evlog") is not None:  # the session's evaluations so far: each program is measured once
+        log = work / "evaluations.jsonl"
+        log.write_text(p["evlog"])
+        argv += ["--record", str(log)]
     if p.get("actions"):
         argv += ["--actions", ",".join(str(a) for a in p["actions"])]
     if p.get("last_edit"):
@@ -69,8 +75,11 @@ def run_env(cfg, p):
         return kforge_error(rc, err)
     obs = json.loads(out.strip().splitlines()[-1])
     measured = bool(obs.get("measured"))
-    return {"status": "ok", "observation": obs, "measured": measured, "predicted": not measured,
-            "note": None if measured else PREDICTED_NOTE}
+    res = {"status": "ok", "observation": obs, "measured": measured, "predicted": not measured,
+           "note": None if measured else PREDICTED_NOTE}
+    if log is not None:
+        res["evlog"] = log.read_text()
+    return res
 
 
 def run_submit(cfg, p, work):
@@ -117,8 +126,13 @@ def run_synth(cfg, p):
 
 
 def run_build(cfg, p, work):
+    """The schedule the GPU job will evaluate (the actions replayed as edits on the cost model), built with nvcc
+    into the build cache, so that the GPU's worker finds it built."""
+    plan = run_env(cfg, dict(p, device="cpu", last_edit=True, evlog=None), work)
+    if plan.get("status") != "ok":
+        return plan
     sched = work / "schedule.json"
-    sched.write_text(json.dumps(p["schedule"]))
+    sched.write_text(json.dumps(plan["observation"]["schedule"]))
     argv = [cfg["kforge_bin"], "build", p["problem"], "--schedule", str(sched), "--out", str(work / "build"),
             "--protocol", p["protocol"], "-j", "1"]
     rc, _, err = run_child(argv, cfg["job_timeout_s"])
@@ -136,7 +150,7 @@ def run_job(cfg, job):
     kind = job["kind"]
     try:
         if kind == "env":
-            return run_env(cfg, p)
+            return run_env(cfg, p, work)
         if kind == "submit":
             return run_submit(cfg, p, work)
         if kind == "synth":
@@ -146,6 +160,8 @@ def run_job(cfg, job):
         return {"status": "bad_input", "message": "unknown job kind %r" % kind}
     except (ValueError, KeyError, OSError) as e:
         return {"status": "fault", "message": "%s: %s" % (type(e).__name__, e)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

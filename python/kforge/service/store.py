@@ -17,7 +17,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
   id TEXT PRIMARY KEY, client TEXT NOT NULL, mode TEXT NOT NULL, problem TEXT NOT NULL,
   protocol TEXT NOT NULL, origin TEXT NOT NULL, actions TEXT NOT NULL DEFAULT '[]',
-  observation TEXT, candidate TEXT, pending_job TEXT, closed INTEGER NOT NULL DEFAULT 0,
+  observation TEXT, evlog TEXT NOT NULL DEFAULT '', candidate TEXT, pending_job TEXT, closed INTEGER NOT NULL DEFAULT 0,
   created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, client TEXT NOT NULL, session TEXT, kind TEXT NOT NULL, pool TEXT NOT NULL,
