@@ -180,9 +180,10 @@ CLI::App* add_serve_subcommand(CLI::App& app, ServeArgs& a) {
   auto* cmd = app.add_subcommand(
       "serve",
       "the HTTP/JSON API (FastAPI, OpenAPI at /openapi.json) in front of a Ray pool of build and evaluation "
-      "workers; every option goes to `python -m kforge.service` (try `kforge serve -- --help`)");
+      "workers; every option goes to `python -m kforge.service` (`kforge serve --help` lists them)");
   cmd->allow_extras();
   cmd->prefix_command();
+  cmd->set_help_flag();  // `kforge serve --help` is the service's own (argparse) help
   (void)a;
   return cmd;
 }
@@ -200,7 +201,8 @@ int run_serve(const ServeArgs& a) {
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec && std::getenv("KFORGE_BIN") == nullptr) ::setenv("KFORGE_BIN", self.c_str(), 1);
   std::vector<std::string> args = {python, "-m", "kforge.service"};
-  for (const auto& r : a.rest) args.push_back(r);
+  for (size_t i = 0; i < a.rest.size(); ++i)
+    if (i > 0 || a.rest[i] != "--") args.push_back(a.rest[i]);
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
