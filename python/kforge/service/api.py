@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -447,9 +446,10 @@ def make_app(cfg):
                     "turn": obs.get("turn"), "done": obs.get("done"),
                     "note": None if obs.get("measured") else
                     "the paper's milestone reward on cost-model times: an estimate, correctness not established"}
-        rewards = [r["reward"] for r in recs if r["kind"] == "submit" and r["reward"] is not None]
+        subs = [r for r in recs if r["kind"] == "submit"]
+        rewards = [r["reward"] for r in subs if r["reward"] is not None]
         return {"session": sid, "reward": max(rewards) if rewards else None,
-                "predicted": not any(not r["predicted"] for r in recs), "submissions": len(recs),
+                "predicted": not any(not r["predicted"] for r in subs), "submissions": len(subs),
                 "note": None if rewards else "no measured submission: no reward (only a GPU establishes correctness)"}
 
     @app.get("/v1/sessions/{sid}/records")
@@ -465,7 +465,9 @@ def make_app(cfg):
     @app.get("/v1/sessions/{sid}/best")
     async def best(sid: str, authorization: str = Auth):
         s = owned(sid, client_of(authorization))
-        recs = [r for r in svc.store.records(sid) if r["outcome"] == "ok" and r["t_candidate"] is not None]
+        kind = "env" if s["mode"] == "skill" else "submit"  # an LLM session's best is among its submissions
+        recs = [r for r in svc.store.records(sid)
+                if r["kind"] == kind and r["outcome"] == "ok" and r["t_candidate"] is not None]
         if not recs:
             return {"session": sid, "best": None,
                     "note": "no correct candidate with a time yet" + ("" if svc.device == "cuda" else
