@@ -253,3 +253,16 @@ def test_job_whose_workers_keep_dying_is_a_fault(server):
     done = wait_job(server.url, TOKEN, job, timeout=120)
     assert done["result"]["status"] == "fault" and "died 2 times" in done["result"]["message"]
     assert done["attempts"] == 2
+
+
+def test_synthesized_task_session(server):
+    # kforge synth makes the task (seed 7, one task), then the session's reset runs on it: two chained jobs.
+    from kforge.service.client import Client
+    c = Client(server.url, TOKEN, timeout=300)
+    sid, first = c.create_session({"kind": "synth", "seed": 7, "max_ops": 3})
+    assert first["status"] == "ok", first
+    rows = (server.work / "synth" / "seed-7-ops-3" / "index.jsonl").read_text().splitlines()
+    made = json.loads(rows[0])["file"]
+    assert first["observation"]["task"] == os.path.splitext(os.path.basename(made))[0]
+    assert c.session(sid)["problem"] == os.path.basename(made)
+    c.close()
