@@ -1,7 +1,6 @@
 """Fixtures of the service tests: a `kforge serve` process on loopback (started as the README says), killed
 or stopped by its process group (its embedded Ray goes with it)."""
 
-import json
 import os
 import signal
 import socket

@@ -9,14 +9,13 @@ from conftest import needs_service
 
 needs_service()
 
-import asyncio
-import importlib.util
-import os
+import asyncio  # noqa: E402
+import importlib.util  # noqa: E402
+import os  # noqa: E402
 
-import pytest
-import yaml
+import yaml  # noqa: E402
 
-from conftest import PROBLEM, REPO, Server, headers, httpx
+from conftest import PROBLEM, REPO, Server, headers, httpx  # noqa: E402
 
 TOKEN = "tok-adapter"
 SRC = (REPO / "tests" / "problems" / PROBLEM).read_text()

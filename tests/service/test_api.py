@@ -8,15 +8,14 @@ from conftest import needs_service
 
 needs_service()
 
-import json
-import os
-import signal
-import subprocess
-import time
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
 
-import pytest
 
-from conftest import KFORGE, PROBLEM, REPO, Server, headers, httpx, wait_job
+from conftest import KFORGE, PROBLEM, REPO, Server, headers, httpx, wait_job  # noqa: E402
 
 TOKEN, OTHER, TIGHT = "tok-alice", "tok-bob", "tok-tight"
 

@@ -11,16 +11,15 @@ from conftest import needs_service
 
 needs_service()
 
-import json
-import os
-import signal
-import sqlite3
-import time
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sqlite3  # noqa: E402
+import time  # noqa: E402
 
-import pytest
 
-from conftest import PROBLEM, Server, headers, httpx
-from kforge.service.loadtest import run
+from conftest import PROBLEM, Server, headers, httpx  # noqa: E402
+from kforge.service.loadtest import run  # noqa: E402
 
 TOKEN = "tok-load"
 SESSIONS = int(os.environ.get("KFORGE_SERVICE_LOAD_SESSIONS", "64"))

@@ -1,6 +1,6 @@
 """The API's request bodies (pydantic): every field bounded, so that bad input is a 400 that says what to fix."""
 
-from typing import Literal, Optional, Union
+from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 

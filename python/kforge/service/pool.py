@@ -139,7 +139,7 @@ class Pool:
                 await self.handoff.push(job)
                 return
             result = await slot.actor.run.remote(job)
-        except (RayActorError, WorkerCrashedError) as e:
+        except (RayActorError, WorkerCrashedError):
             self.metrics["worker_deaths"] += 1
             dead = slot.worker_id
             slot.current = None
