@@ -25,10 +25,16 @@ const Value& Graph::value(ValueIndex v) const {
 }
 
 ValueIndex Graph::find(const std::string& id) const {
-  for (size_t i = 0; i < values_.size(); ++i) {
-    if (values_[i].id == id) return static_cast<ValueIndex>(i);
-  }
-  return kNoValue;
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? kNoValue : it->second;
+}
+
+ValueIndex Graph::add_value(Value value) {
+  auto v = static_cast<ValueIndex>(values_.size());
+  by_id_.emplace(value.id, v);
+  values_.push_back(std::move(value));
+  users_.emplace_back();
+  return v;
 }
 
 const Node* Graph::producer(ValueIndex v) const {
@@ -38,39 +44,34 @@ const Node* Graph::producer(ValueIndex v) const {
 }
 
 ValueIndex Graph::add_input(const std::string& id, const std::string& name, TensorType type, Json dist) {
-  auto v = static_cast<ValueIndex>(values_.size());
-  values_.push_back({id, ValueKind::kInput, std::move(type), static_cast<int>(inputs_.size())});
+  const ValueIndex v = add_value({id, ValueKind::kInput, std::move(type), static_cast<int>(inputs_.size())});
   inputs_.push_back({v, name, std::move(dist)});
   forward_args.push_back({name, v, Json()});
   return v;
 }
 
 ValueIndex Graph::add_param(const std::string& id, const std::string& path, bool is_buffer, TensorType type) {
-  auto v = static_cast<ValueIndex>(values_.size());
-  values_.push_back({id, ValueKind::kParam, std::move(type), static_cast<int>(params_.size())});
+  const ValueIndex v = add_value({id, ValueKind::kParam, std::move(type), static_cast<int>(params_.size())});
   params_.push_back({v, path, is_buffer});
   return v;
 }
 
 ValueIndex Graph::add_node(const std::string& id, Node node, TensorType type) {
-  auto v = static_cast<ValueIndex>(values_.size());
-  values_.push_back({id, ValueKind::kNode, std::move(type), static_cast<int>(nodes_.size())});
+  const int index = static_cast<int>(nodes_.size());
+  for (ValueIndex in : node.inputs) {
+    if (in < 0 || static_cast<size_t>(in) >= users_.size()) continue;  // absent optional input
+    auto& readers = users_[static_cast<size_t>(in)];
+    if (readers.empty() || readers.back() != index) readers.push_back(index);
+  }
+  const ValueIndex v = add_value({id, ValueKind::kNode, std::move(type), index});
   node.output = v;
   nodes_.push_back(std::move(node));
   return v;
 }
 
-std::vector<int> Graph::users(ValueIndex v) const {
-  std::vector<int> out;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    for (auto in : nodes_[i].inputs) {
-      if (in == v) {
-        out.push_back(static_cast<int>(i));
-        break;
-      }
-    }
-  }
-  return out;
+const std::vector<int>& Graph::users(ValueIndex v) const {
+  value(v);  // checks the index
+  return users_[static_cast<size_t>(v)];
 }
 
 std::string describe(const Graph& g, const Node& node) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/json.h"
@@ -95,11 +96,15 @@ class Graph {
   ValueIndex add_node(const std::string& id, Node node, TensorType type);
   void set_outputs(std::vector<ValueIndex> outs) { outputs_ = std::move(outs); }
 
-  // Nodes that read value v.
-  std::vector<int> users(ValueIndex v) const;
+  // Nodes that read value v, in node order (each once); kept as nodes are added.
+  const std::vector<int>& users(ValueIndex v) const;
 
  private:
+  ValueIndex add_value(Value value);
+
   std::vector<Value> values_;
+  std::vector<std::vector<int>> users_;                // per value
+  std::unordered_map<std::string, ValueIndex> by_id_;  // the first value of each id
   std::vector<GraphInput> inputs_;
   std::vector<GraphParam> params_;
   std::vector<Node> nodes_;

@@ -44,7 +44,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site
     return "the slice is not x's positions 0 .. L - 2 along the scan's dim";
   if (xt.dtype != st.dtype) return "the scan changes the dtype";
   // The cat: [full(identity, size 1 along d), scan result] along d.
-  const auto users = g.users(sn.output);
+  const auto& users = g.users(sn.output);
   if (users.size() != 1 || !read_only_by(g, sn.output, users[0])) return "the scan's result has other readers";
   const int cat = users[0];
   const ir::Node& cn = g.nodes()[static_cast<size_t>(cat)];

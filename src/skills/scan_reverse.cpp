@@ -38,7 +38,7 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int k, Site
   if (first < 0 || first >= k || flipped_dim(g, s.kernels[static_cast<size_t>(first)]) != dim)
     return "the scan's input is not flipped along its dim by a kernel of its own";
   if (!read_only_by(g, sn.inputs[0], scan)) return "the flipped input is read by others too";
-  const auto users = g.users(sn.output);
+  const auto& users = g.users(sn.output);
   if (users.size() != 1 || !read_only_by(g, sn.output, users[0])) return "the scan's result has other readers";
   const int second = kernel_of(s, users[0]);
   if (second <= k || flipped_dim(g, s.kernels[static_cast<size_t>(second)]) != dim)

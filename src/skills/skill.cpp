@@ -143,9 +143,27 @@ bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k) {
 
 std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
                              std::string (*what)(const std::string& producer, const std::string& consumer)) {
+  // Only the pairs along the graph's edges are asked (a node of the consumer reads the producer's
+  // result): linear in the edges, where every pair would be quadratic in the kernels of an unrolled
+  // network. Every rule rejects the other pairs anyway (skill.h).
+  std::vector<int> kernel_of_root(g.nodes().size(), -1);
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    if (!s.kernels[k].nodes.empty()) kernel_of_root[static_cast<size_t>(s.kernels[k].root())] = static_cast<int>(k);
+  }
   std::vector<Site> out;
+  std::vector<int> producers;
   for (int c = 0; c < static_cast<int>(s.kernels.size()); ++c) {
-    for (int p = 0; p < c; ++p) {
+    producers.clear();
+    for (int n : s.kernels[static_cast<size_t>(c)].nodes) {
+      for (ir::ValueIndex in : g.nodes()[static_cast<size_t>(n)].inputs) {
+        if (in == ir::kNoValue || g.value(in).kind != ir::ValueKind::kNode) continue;
+        const int p = kernel_of_root[static_cast<size_t>(g.value(in).owner)];
+        if (p >= 0 && p < c) producers.push_back(p);
+      }
+    }
+    std::sort(producers.begin(), producers.end());
+    producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+    for (int p : producers) {
       if (!illegal(g, s, p, c).empty()) continue;
       Site site;
       site.kernels = {p, c};
@@ -199,7 +217,7 @@ int kernel_of(const schedule::Schedule& s, int node) {
 
 bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node) {
   if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return false;
-  const auto users = g.users(v);
+  const auto& users = g.users(v);
   return !users.empty() && std::all_of(users.begin(), users.end(), [&](int u) { return u == node; });
 }
 

@@ -41,7 +41,9 @@ bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k);
 
 // For the skills that join two kernels (fusions, prologues, epilogues): every {producer, consumer}
 // pair, producer first, that `illegal` accepts (it returns "" for a legal pair), each described by
-// `what(producer name, consumer name)`, in a stable order.
+// `what(producer name, consumer name)`, in a stable order (consumer, then producer). Only pairs where
+// a node of the consumer reads the producer's result (its root node's output) are asked, so a rule
+// must reject every other pair (each one does: the consumer must read what it joins).
 using PairRule = std::string (*)(const ir::Graph&, const schedule::Schedule&, int producer, int consumer);
 std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
                              std::string (*what)(const std::string& producer, const std::string& consumer));
