@@ -286,7 +286,7 @@ StatusOr<KernelbenchFile> kernelbench_file(const std::string& input, const std::
   const codegen::ProgramOptions program_options{.library_file = "", .reference_source = source};
   KF_ASSIGN_OR_RETURN(codegen::Program program, codegen::emit_program(g, s, program_options));
   KF_ASSIGN_OR_RETURN(file.text, codegen::export_kernelbench(g, program, source, options));
-  file.kernels = program.kernels.size();
+  file.kernels = program.calls.size();
   return file;
 }
 

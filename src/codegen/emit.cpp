@@ -1,6 +1,7 @@
 // EmitContext helpers, literal formatting and the family dispatch of the code generator.
 #include "codegen/emit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -14,7 +15,11 @@ std::string ctype(ir::DType t) {
 
 std::string EmitContext::ptr(ir::ValueIndex v, bool writable) const {
   std::string t = ctype(graph.type(v).dtype);
-  return std::string("((") + (writable ? "" : "const ") + t + "*)bufs[" + std::to_string(v) + "])";
+  auto& ops = *operands_;
+  auto it = std::find(ops.begin(), ops.end(), v);
+  const size_t slot = static_cast<size_t>(it - ops.begin());
+  if (it == ops.end()) ops.push_back(v);
+  return std::string("((") + (writable ? "" : "const ") + t + "*)bufs[" + std::to_string(slot) + "])";
 }
 
 std::string EmitContext::in_ptr(size_t i) const {

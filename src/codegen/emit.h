@@ -1,8 +1,11 @@
 // The code generator's contract: each op family has an emitter that turns one scheduled kernel into
-// a CUDA source file defining `extern "C" int <kernel name>(KfContext* ctx, void* const* bufs)`.
+// a CUDA source file defining `extern "C" int <kernel name>(KfContext* ctx, void* const* bufs)`, where
+// bufs holds the kernel's own operands (KernelSource::operands), so kernels that compute the same thing
+// on other tensors have the same source and are built once.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,18 +18,23 @@
 namespace kforge::codegen {
 
 struct KernelSource {
-  std::string name;                    // the kernel's function name (the schedule kernel's name)
-  std::string file_name;               // "k3_conv.cu"
-  std::string code;                    // the whole .cu text; includes "kforge_runtime.cuh" only
-  std::vector<std::string> libraries;  // link needs: "cublas", "cudnn"
-  size_t workspace_bytes = 0;          // library scratch it may use at run time (ctx->workspace)
-  int64_t launches = 0;                // kernel launches or library calls per forward (cost model)
+  std::string name;                      // the kernel's function name (the schedule kernel's name)
+  std::string file_name;                 // "k3_conv.cu"
+  std::string code;                      // the whole .cu text; includes "kforge_runtime.cuh" only
+  std::vector<std::string> libraries;    // link needs: "cublas", "cudnn"
+  size_t workspace_bytes = 0;            // library scratch it may use at run time (ctx->workspace)
+  int64_t launches = 0;                  // kernel launches or library calls per forward (cost model)
+  std::vector<ir::ValueIndex> operands;  // the values behind bufs[0], bufs[1], ... (the entry passes them)
 };
 
 class EmitContext {
  public:
   EmitContext(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k, const BufferPlan& b)
-      : graph(g), sched(s), kernel(k), buffers(b) {}
+      : graph(g), sched(s), kernel(k), buffers(b), operands_(std::make_shared<std::vector<ir::ValueIndex>>()) {}
+  // A part of the same kernel (a fused kernel's library call in a function of its own): its pointers are
+  // slots of the whole kernel's operands.
+  EmitContext(const EmitContext& whole, const schedule::Kernel& part)
+      : graph(whole.graph), sched(whole.sched), kernel(part), buffers(whole.buffers), operands_(whole.operands_) {}
 
   const ir::Graph& graph;
   const schedule::Schedule& sched;
@@ -42,14 +50,20 @@ class EmitContext {
   const ir::TensorType& out_type() const { return graph.type(node().output); }
   bool has_input(size_t i) const { return i < node().inputs.size() && node().inputs[i] != ir::kNoValue; }
 
-  // C expression for a value's device pointer, typed: "((const float*)bufs[3])" (inputs) or
-  // "((float*)bufs[7])" (the output).
+  // C expression for a value's device pointer, typed: "((const float*)bufs[0])" (inputs) or
+  // "((float*)bufs[1])" (the output); the slot is the value's place among the kernel's operands.
   std::string in_ptr(size_t i) const;
   std::string out_ptr() const;
   std::string ptr(ir::ValueIndex v, bool writable) const;
 
   // `extern "C" int <name>(KfContext* ctx, void* const* bufs)`, the signature every kernel defines.
   std::string signature() const;
+
+  // The values the code's bufs slots stand for, in slot order (first use).
+  const std::vector<ir::ValueIndex>& operands() const { return *operands_; }
+
+ private:
+  std::shared_ptr<std::vector<ir::ValueIndex>> operands_;  // shared with the kernel's parts
 };
 
 // A float as a CUDA literal that round-trips exactly ("0.0500000007f", "INFINITY", "(-INFINITY)").

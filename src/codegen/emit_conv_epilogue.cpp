@@ -31,7 +31,7 @@ StatusOr<KernelSource> emit_conv_epilogue(const EmitContext& ctx) {
   schedule::Kernel conv_kernel = ctx.kernel;
   conv_kernel.nodes = {conv_node};
   conv_kernel.name = ctx.kernel.name + "_conv";
-  EmitContext conv_ctx(gr, ctx.sched, conv_kernel, ctx.buffers);
+  EmitContext conv_ctx(ctx, conv_kernel);
   conv_ctx.out_value = result;
   if (ctx.kernel.knob(schedule::Knob::kChannelsLast, 0) == 1 ||
       ctx.kernel.knob(schedule::Knob::kImplicitGemm, 0) == 1) {
@@ -90,7 +90,7 @@ StatusOr<KernelSource> emit_conv_reduce_epilogue(const EmitContext& ctx) {
   schedule::Kernel conv_kernel = ctx.kernel;
   conv_kernel.nodes = {conv_node};
   conv_kernel.name = ctx.kernel.name + "_conv";
-  EmitContext conv_ctx(gr, ctx.sched, conv_kernel, ctx.buffers);
+  EmitContext conv_ctx(ctx, conv_kernel);
   conv_ctx.out_value = ctx.node().output;
   const conv::ChannelsLastBackBuilder back = [&ctx](const ConvGeom& g, const std::string& bias) {
     return conv::channel_consumer_back(ctx, g, bias);

@@ -239,7 +239,7 @@ StatusOr<KernelSource> emit_linear_epilogue(const EmitContext& ctx) {
   schedule::Kernel gemm_kernel = ctx.kernel;
   gemm_kernel.nodes = {linear_node};
   gemm_kernel.name = ctx.kernel.name + "_gemm";
-  EmitContext gemm_ctx(gr, ctx.sched, gemm_kernel, ctx.buffers);
+  EmitContext gemm_ctx(ctx, gemm_kernel);
   gemm_ctx.out_value = result;
   KF_ASSIGN_OR_RETURN(KernelSource src, emit_linear(gemm_ctx, true));
   ChainSeed seed;

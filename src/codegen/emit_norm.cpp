@@ -423,7 +423,7 @@ StatusOr<KernelSource> emit_norm_epilogue(const EmitContext& ctx) {
     return internal_error("kernel " + ctx.kernel.name + ": the epilogue's result is not the norm's shape and dtype");
   schedule::Kernel norm_kernel = ctx.kernel;
   norm_kernel.nodes = {norm_node};
-  EmitContext norm_ctx(g, ctx.sched, norm_kernel, ctx.buffers);
+  EmitContext norm_ctx(ctx, norm_kernel);
   norm_ctx.out_value = result;
   const std::vector<int> chain(ctx.kernel.nodes.begin() + 1, ctx.kernel.nodes.end());
   // Rows of the result: one (sample, channel) plane, whose per-channel operands the 16-byte apply pass

@@ -2,6 +2,7 @@
 #include "codegen/program.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -12,9 +13,10 @@ namespace kforge::codegen {
 namespace {
 
 std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const BufferPlan& plan,
-                         const std::vector<KernelSource>& kernels) {
+                         const std::vector<KernelSource>& kernels, const std::vector<KernelCall>& calls) {
   std::ostringstream os;
-  os << "// kforge entry point for " << g.name << ": " << kernels.size() << " kernels, ABI " << kAbiVersion << ".\n"
+  os << "// kforge entry point for " << g.name << ": " << calls.size() << " kernels (" << kernels.size()
+     << " distinct), ABI " << kAbiVersion << ".\n"
      << "#include \"kforge_runtime.cuh\"\n\n";
   for (const auto& k : kernels) os << "extern \"C\" int " << k.name << "(KfContext* ctx, void* const* bufs);\n";
   os << "\nstatic const size_t kScratchBytes = " << plan.total_bytes() << "ULL;\n"
@@ -47,10 +49,35 @@ std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const 
      << "  KfContext ctx{static_cast<cudaStream_t>(stream), base + kWorkspaceOffset, kScratchBytes - kWorkspaceOffset, "
         "device};\n"
      << "  int rc = 0;\n";
-  for (const auto& k : kernels) os << "  if ((rc = " << k.name << "(&ctx, bufs)) != 0) return rc;\n";
+  for (const auto& c : calls) {
+    if (c.operands.empty()) {
+      os << "  if ((rc = " << c.function << "(&ctx, nullptr)) != 0) return rc;  // " << c.kernel << "\n";
+      continue;
+    }
+    os << "  {  // " << c.kernel << "\n    void* const operands[] = {";
+    for (size_t i = 0; i < c.operands.size(); ++i) os << (i ? ", " : "") << "bufs[" << c.operands[i] << "]";
+    os << "};\n    if ((rc = " << c.function << "(&ctx, operands)) != 0) return rc;\n  }\n";
+  }
   os << "  return 0;\n}\n";
   (void)s;
   return os.str();
+}
+
+// A kernel's source with its name and its first line (a comment naming the graph's values) left out:
+// two kernels with the same identity compute the same function of their operands.
+std::string source_identity(const KernelSource& k) {
+  std::string code = k.code.substr(std::min(k.code.size(), k.code.find('\n') + 1));
+  std::string out;
+  out.reserve(code.size());
+  for (size_t i = 0; i < code.size();) {
+    if (code.compare(i, k.name.size(), k.name) == 0) {
+      out += "\x01";
+      i += k.name.size();
+    } else {
+      out += code[i++];
+    }
+  }
+  return out;
 }
 
 OrderedJson tensor_json(const ir::Graph& g, ir::ValueIndex v) {
@@ -85,6 +112,7 @@ StatusOr<Program> emit_program(const ir::Graph& g, const schedule::Schedule& s, 
   p.name = g.name;
   p.buffers = plan_buffers(g, s);
   std::set<std::string> libs;
+  std::map<std::string, std::string> function_of;  // source identity -> the first kernel's name
   for (const auto& k : s.kernels) {
     EmitContext ctx(g, s, k, p.buffers);
     bool is_alias = k.impl == schedule::Impl::kAlias &&
@@ -92,14 +120,19 @@ StatusOr<Program> emit_program(const ir::Graph& g, const schedule::Schedule& s, 
     if (is_alias) continue;
     auto src = emit_kernel(ctx);
     if (!src.is_ok()) return src.status().with_context("kernel " + k.name + " (" + ir::describe(g, ctx.node()) + ")");
+    src->operands = ctx.operands();
     p.buffers.workspace_bytes = std::max(p.buffers.workspace_bytes, src->workspace_bytes);
     for (const auto& lib : src->libraries) libs.insert(lib);
-    p.kernels.push_back(std::move(src).value());
+    // A kernel whose source is another's but for its name (the same op on tensors of the same shapes, as
+    // in every step of an unrolled recurrent layer) runs that one's function.
+    auto [it, first] = function_of.emplace(source_identity(src.value()), src->name);
+    p.calls.push_back({k.name, it->second, src->operands});
+    if (first) p.kernels.push_back(std::move(src).value());
   }
   p.libraries.assign(libs.begin(), libs.end());
   p.entry.name = "entry";
   p.entry.file_name = "entry.cu";
-  p.entry.code = entry_source(g, s, p.buffers, p.kernels);
+  p.entry.code = entry_source(g, s, p.buffers, p.kernels, p.calls);
 
   OrderedJson m;
   m["format"] = "kforge.program/1";
@@ -120,7 +153,9 @@ StatusOr<Program> emit_program(const ir::Graph& g, const schedule::Schedule& s, 
   m["scratch_bytes"] = p.buffers.total_bytes();
   m["libraries"] = p.libraries;
   m["kernels"] = OrderedJson::array();
-  for (const auto& k : p.kernels) m["kernels"].push_back(k.name);
+  for (const auto& c : p.calls) m["kernels"].push_back(c.kernel);
+  m["functions"] = OrderedJson::array();  // per kernel above, the distinct source it runs
+  for (const auto& c : p.calls) m["functions"].push_back(c.function);
   p.manifest = m;
   p.model_new_py = model_new_source(g, p, options);
   return p;

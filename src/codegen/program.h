@@ -19,9 +19,18 @@ namespace kforge::codegen {
 //   int kforge_abi_version(void);
 constexpr int kAbiVersion = 1;
 
+// One scheduled kernel's call in the entry point: the function that computes it (its own, or the first
+// kernel's whose source is the same but for the name) on its own operands.
+struct KernelCall {
+  std::string kernel;                    // the scheduled kernel's name
+  std::string function;                  // the KernelSource it runs
+  std::vector<ir::ValueIndex> operands;  // bufs[0], bufs[1], ... of that function
+};
+
 struct Program {
   std::string name;                    // graph name, a file-name-safe string
-  std::vector<KernelSource> kernels;   // one per non-alias scheduled kernel
+  std::vector<KernelSource> kernels;   // the distinct kernel sources, each built once
+  std::vector<KernelCall> calls;       // one per non-alias scheduled kernel, in order
   KernelSource entry;                  // entry.cu: kforge_forward and friends
   std::vector<std::string> libraries;  // union of the kernels' link needs
   BufferPlan buffers;
