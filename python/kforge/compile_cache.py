@@ -21,7 +21,7 @@ FORMAT = "kforge.compile-cache/1"
 
 
 def default_dir():
-    env = os.environ.get("KFORGE_CACHE_DIR")
+    env = os.environ.get("KFORGE_COMPILE_CACHE")
     if env:
         return env
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -35,12 +35,18 @@ def node_label(node):
     return f"{node.name} ({node_name(node)})"
 
 
-def import_source(text, tag):
-    """Run kforge's importer on a problem text; returns (graph dict, None) or (None, reason)."""
-    fd, path = tempfile.mkstemp(prefix=f"kforge-{tag}-", suffix=".py")
-    try:
+def import_source(text, tag, path=None):
+    """Run kforge's importer on a problem text (written to `path`, else to a temporary file); returns
+    (graph dict, None) or (None, reason)."""
+    keep = path is not None
+    if keep:
+        with open(path, "w") as f:
+            f.write(text)
+    else:
+        fd, path = tempfile.mkstemp(prefix=f"kforge-{tag}-", suffix=".py")
         with os.fdopen(fd, "w") as f:
             f.write(text)
+    try:
         try:
             return importer.import_problem(path), None
         except (importer.UserError, importer.InternalError, importer.Unsupported) as e:
@@ -48,7 +54,8 @@ def import_source(text, tag):
         except Exception as e:  # the importer meeting a construct it has no words for is data, not a crash
             return None, f"{type(e).__name__}: {importer.first_line(e)}".replace(path, "<graph>")
     finally:
-        os.unlink(path)
+        if not keep:
+            os.unlink(path)
 
 
 class KforgeSupport(OperatorSupportBase):

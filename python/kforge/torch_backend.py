@@ -19,7 +19,7 @@ from typing import Optional
 
 import torch
 
-from . import compile_cache, core, fx_split
+from . import compile_cache, core, fx_split, importer
 from .fx_problem import NotWritable, problem_source, tensor_meta
 from .protocol import NAMED as PROTOCOLS
 
@@ -240,11 +240,12 @@ class Part:
             entry.store(dict(data, exported=False, reason=r.reason))
 
     def _plan_and_export(self, text, entry):
-        entry.write("problem.py", text)
-        graph, reason = fx_split.import_source(text, "part")
+        os.makedirs(entry.dir, exist_ok=True)
+        graph, reason = fx_split.import_source(text, "part", entry.path("problem.py"))
         if graph is None:
             return {"planned": False, "reason": f"capture: {reason}"}
-        args = ["optimize", entry.path("problem.py"), "--device", "cpu", "--out", entry.path("plan"), "--force",
+        entry.write("graph.json", importer.dumps(graph))
+        args = ["optimize", entry.path("graph.json"), "--device", "cpu", "--out", entry.path("plan"), "--force",
                 "--json", "--protocol", self.opts.protocol]
         if self.opts.policy:
             args += ["--policy", self.opts.policy]
