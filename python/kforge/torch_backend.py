@@ -252,7 +252,7 @@ class Part:
         if self.opts.turns:
             args += ["--turns", self.opts.turns]
         try:
-            res = core.run(args)
+            res = core.run(args, env={"KFORGE_HTML_REPORT": "0"})  # no report.html per small plan
         except core.CoreNotFound as e:
             return {"planned": False, "reason": str(e), "nodes": len(graph["nodes"])}
         if not res.ok:
