@@ -343,11 +343,12 @@ def compare(got, expected, atol, rtol):
 
 
 def _time(fn, args, reps=5):
-    torch.cuda.synchronize()
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    sync()
     t0 = time.perf_counter()
     for _ in range(reps):
         fn(*args)
-    torch.cuda.synchronize()
+    sync()
     return (time.perf_counter() - t0) / reps
 
 
