@@ -198,10 +198,12 @@ void BenchRun::progress(const BenchRecord& r, const std::string& what) {
     double left = s / static_cast<double>(done - resumed_) * static_cast<double>(total - done);
     eta = ", ETA " + format_seconds(left);
   }
+  std::string one_line = what;
+  std::replace(one_line.begin(), one_line.end(), '\n', ' ');
   static const bool terminal = ::isatty(STDERR_FILENO) == 1;
   if (terminal) std::fputs("\r\033[K", stderr);
   std::fprintf(stderr, "[%4.0f s] %-7s %-52s %s", s, r.problem.level.c_str(), r.problem.name.substr(0, 52).c_str(),
-               what.c_str());
+               one_line.c_str());
   if (!terminal) {
     std::fprintf(stderr, "  (%zu/%zu done%s)\n", done, total, eta.c_str());
     return;
