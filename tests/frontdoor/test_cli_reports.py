@@ -50,7 +50,8 @@ def test_bench_writes_report_html_and_progress_with_eta(tmp_path):
     names = ("19_ReLU.py", "21_Sigmoid.py", "22_Tanh.py")
     for name in names:
         (suite / name).write_text(open(os.path.join(PROBLEMS, "level1", name)).read())
-    env = dict(os.environ, KFORGE_SANDBOX="none", KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake))
+    env = dict(os.environ, KFORGE_SANDBOX="none", KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake),
+               KFORGE_HTML_REPORT="1")
     js = tmp_path / "elsewhere" / "bench.json"
     js.parent.mkdir()
     r = subprocess.run([KFORGE, "bench", "--suite", str(tmp_path / "suite"), "--json", str(js), "--out",
@@ -71,7 +72,7 @@ def test_bench_writes_report_html_and_progress_with_eta(tmp_path):
 def test_optimize_writes_report_html(tmp_path):
     out = tmp_path / "opt"
     r = subprocess.run([KFORGE, "optimize", EXAMPLE, "--device", "cpu", "--out", str(out)],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, env=dict(os.environ, KFORGE_HTML_REPORT="1"), timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (out / "report.json").exists() and "wrote " + str(out / "report.html") in r.stderr
     page = open(out / "report.html").read()
@@ -85,7 +86,7 @@ def test_a_report_that_fails_to_render_is_a_warning(tmp_path):
     r = subprocess.run([KFORGE, "import", EXAMPLE, "-o", str(graph)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "opt"
-    env = dict(os.environ, KFORGE_PYTHON="/bin/false")
+    env = dict(os.environ, KFORGE_PYTHON="/bin/false", KFORGE_HTML_REPORT="1")
     r = subprocess.run([KFORGE, "optimize", str(graph), "--device", "cpu", "--out", str(out)],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
