@@ -167,3 +167,15 @@ def test_problem_file_is_a_kernelbench_problem(tmp_path):
     assert torch.equal(m(x, w), torch.nn.functional.linear(x, w).relu())
     graph, reason = fx_split.import_source(text, "t")
     assert reason is None and [n["op"] for n in graph["nodes"]] == ["linear", "relu"]
+
+
+def test_dynamic_shapes_are_left_with_the_advice():
+    """Dynamo marks a dimension dynamic on the second shape: kforge, static-shape only, says so."""
+    m = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh()).eval()
+    f = compiled(m)
+    with torch.no_grad():
+        for b in (4, 8):
+            assert torch.allclose(f(torch.randn(b, 16)) * 0, torch.zeros(b, 16))
+    assert len(kb.SESSION) == 2 and kb.SESSION[0].ops_planned() == 2
+    assert kb.SESSION[1].ops_planned() == 0
+    assert all("dynamic=False" in why for why in kb.SESSION[1].left.values())
