@@ -179,3 +179,17 @@ def test_dynamic_shapes_are_left_with_the_advice():
     assert len(kb.SESSION) == 2 and kb.SESSION[0].ops_planned() == 2
     assert kb.SESSION[1].ops_planned() == 0
     assert all("dynamic=False" in why for why in kb.SESSION[1].left.values())
+
+
+def test_a_backend_failure_leaves_the_graph_to_eager(monkeypatch, capsys):
+    def broken(gm, support):
+        raise RuntimeError("partitioner exploded")
+
+    monkeypatch.setattr(fx_split, "split", broken)
+    m, x = WithBreak().eval(), torch.randn(2, 16)
+    with torch.no_grad():
+        assert torch.allclose(compiled(m)(x), m(x))
+    assert "the kforge backend failed: RuntimeError: partitioner exploded" in capsys.readouterr().err
+    with torch.no_grad(), pytest.raises(Exception, match="partitioner exploded"):
+        torch._dynamo.reset()
+        compiled(m, strict=True)(x)
