@@ -37,7 +37,7 @@ def tensor_meta(node_or_value):
     """(shape, dtype) of an FX node (its dynamo example value) or of a tensor; NotWritable otherwise."""
     v = node_or_value
     if isinstance(v, torch.fx.Node):
-        v = v.meta.get("example_value", v.meta.get("val"))
+        v = v.meta.get("example_value", v.meta.get("val", v.meta.get("kforge_meta")))  # kforge_meta: fx_split.halve
     if not isinstance(v, torch.Tensor):
         raise NotWritable(f"a graph input is a {type(v).__name__}, not a tensor (dynamic shapes or Python "
                           f"values as inputs: compile with dynamic=False)")

@@ -131,14 +131,48 @@ def count_ops(gm):
     return len(op_names(gm))
 
 
-def split(gm, support):
-    """The graph with each run of supported nodes moved into a submodule fused_<i>; returns it and the
+def split(gm, support, prefix="fused_"):
+    """The graph with each run of supported nodes moved into a submodule <prefix><i>; returns it and the
     names of those submodules (an empty list: nothing is taken, the graph stays as it was)."""
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()
     partitions = [p for p in partitions if any(n.target is not operator.getitem for n in p.nodes)]
     if not partitions:
         return gm, []
-    fused = partitioner.fuse_partitions(partitions)
-    names = [n.target for n in fused.graph.nodes if n.op == "call_module" and n.target.startswith("fused_")]
+    fused = partitioner.fuse_partitions(partitions, prefix=prefix)
+    names = [n.target for n in fused.graph.nodes if n.op == "call_module" and n.target.startswith(prefix)]
     return fused, names
+
+
+class _Among(OperatorSupportBase):
+    def __init__(self, nodes):
+        super().__init__()
+        self.nodes = nodes
+
+    def is_node_supported(self, submodules, node):
+        return node.name in self.nodes  # by name: fusing rebuilds the graph (legalize_graph), names stay
+
+
+def halve(sub, metas, prefix):
+    """`sub` (a part kforge failed on as a whole) with its compute nodes in two runs, the first half in graph
+    order and the rest, each moved into submodules <prefix>a<i> and <prefix>b<i>; returns it and their
+    names. Shapes are propagated on meta tensors, so the halves can be written as problems."""
+    compute = [n for n in sub.graph.nodes if n.op in _COMPUTE]
+    head = set(compute[: len(compute) // 2])
+    head |= {n for n in compute if n.target is operator.getitem and n.args[0] in head}
+    names = []
+    for tag, keep in (("a", head), ("b", set(compute) - head)):
+        sub, got = split(sub, _Among({n.name for n in keep}), prefix=f"{prefix}{tag}")
+        names += got
+    _MetaProp(sub).run(*[torch.empty(s, dtype=d, device="meta") for s, d in metas])
+    return sub, names
+
+
+class _MetaProp(torch.fx.Interpreter):
+    """Runs a graph on meta tensors and keeps each node's value as meta["kforge_meta"] (not ShapeProp:
+    inside a backend it would pick up dynamo's fake mode and make symbols dynamo then has to guard)."""
+
+    def run_node(self, n):
+        out = super().run_node(n)
+        n.meta["kforge_meta"] = out
+        return out

@@ -380,18 +380,45 @@ def compile_graph(gm, example_inputs, opts):
         except NotWritable as e:
             report.parts.append(PartReport(name, [], reason=str(e)))
             continue
-        part = Part(opts, name, sub, metas, device)
-        part.prepare()
-        report.parts.append(part.report)
-        if opts.strict and not part.report.planned:
-            raise KforgeUnavailable(f"kforge part {name}: {part.report.reason}")
-        if part.runner is not None:
-            setattr(split_gm, name, KforgePart(sub, part.runner, part.report, opts))
+        prepare_part(opts, report, split_gm, name, sub, metas, device)
     _say(opts, report)
     if not any(p.taken for p in report.parts):
         return gm.forward
     split_gm.recompile()
     return split_gm.forward
+
+
+MAX_HALVINGS = 4  # a part kforge fails on is halved at most this often (16 pieces) before it stays eager
+
+
+def prepare_part(opts, report, holder, name, sub, metas, device, depth=0):
+    """Prepares part `name` of `holder`; when kforge fails on it as a whole after its capture (plan, export or
+    load), halves it and tries each half, so that one op kforge cannot build costs that op, not the part."""
+    part = Part(opts, name, sub, metas, device)
+    part.prepare()
+    r = part.report
+    usable = part.runner is not None or (device.type != "cuda" and r.planned)
+    if not usable and depth < MAX_HALVINGS and len(r.ops) >= 2 and r.reason and not r.reason.startswith("capture"):
+        try:
+            halved, names = fx_split.halve(sub, metas, prefix=f"{name}_")
+        except Exception:  # the halves are a refinement; without them the part stays eager as it is
+            names = []
+        if len(names) >= 2:
+            calls = {n.target: n for n in halved.graph.nodes if n.op == "call_module"}
+            setattr(holder, name, halved)
+            for inner in names:
+                try:
+                    inner_metas = [tensor_meta(a) for a in calls[inner].args]
+                except NotWritable as e:
+                    report.parts.append(PartReport(inner, fx_split.op_names(getattr(halved, inner)), reason=str(e)))
+                    continue
+                prepare_part(opts, report, halved, inner, getattr(halved, inner), inner_metas, device, depth + 1)
+            return
+    report.parts.append(r)
+    if opts.strict and not r.planned:
+        raise KforgeUnavailable(f"kforge part {name}: {r.reason}")
+    if part.runner is not None:
+        setattr(holder, name, KforgePart(sub, part.runner, r, opts))
 
 
 def _say(opts, report):

@@ -193,3 +193,26 @@ def test_a_backend_failure_leaves_the_graph_to_eager(monkeypatch, capsys):
     with torch.no_grad(), pytest.raises(Exception, match="partitioner exploded"):
         torch._dynamo.reset()
         compiled(m, strict=True)(x)
+
+
+@pytest.mark.parametrize("fails_with,planned", [(("softmax", "conv2d"), 6), (("softmax",), 5)])
+def test_a_part_kforge_fails_on_is_halved(monkeypatch, fails_with, planned):
+    """kforge failing on a whole part (here: any part holding all of `fails_with`) costs only the ops it
+    fails on: the part is halved until the pieces plan, or are single ops."""
+    real = kb.Part._plan_and_export
+
+    def flaky(self, text, entry):
+        body = text.split("class Model", 1)[1]
+        if all(w in body for w in fails_with):
+            return {"planned": False, "reason": "kforge optimize: stand-in failure"}
+        return real(self, text, entry)
+
+    monkeypatch.setattr(kb.Part, "_plan_and_export", flaky)
+    torch.manual_seed(0)
+    m, x = ConvBnRelu().eval(), torch.randn(2, 3, 12, 12)
+    with torch.no_grad():
+        assert torch.equal(compiled(m)(x), m(x))
+    (g,) = kb.SESSION
+    assert g.ops == 6 and g.ops_planned() == planned, kb.summary()
+    left = [p for p in g.parts if not p.planned]
+    assert all("stand-in failure" in p.reason for p in left) and len(left) == 6 - planned
