@@ -40,7 +40,10 @@ def ops_def_path():
     env = os.environ.get("KFORGE_OPS_DEF")
     if env:
         return env
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "ir", "ops.def")
+    here = os.path.dirname(os.path.abspath(__file__))
+    tree = os.path.join(here, "..", "..", "src", "ir", "ops.def")
+    installed = os.path.join(here, "_core", "src", "ir", "ops.def")  # pip install . (CMakeLists.txt, SKBUILD)
+    return tree if os.path.exists(tree) or not os.path.exists(installed) else installed
 
 
 def _split_top(s):

@@ -2,6 +2,8 @@
 // cores) -> verify (in parallel harness workers sharing the GPU, while builds go on) -> profile
 // (one worker, the GPU to itself), then the paper's metrics per level as a table and as JSON.
 // Without a GPU the candidates are built and the cost model predicts their times (labelled).
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -22,6 +24,7 @@
 #include "cli/bundle.h"
 #include "cli/commands.h"
 #include "cli/evaluate.h"
+#include "cli/html_report.h"
 #include "cli/pipeline.h"
 #include "costmodel/measurements.h"
 #include "sandbox/metrics.h"
@@ -184,10 +187,33 @@ Status BenchRun::resume_from(const Json& earlier) {
   return Status::ok();
 }
 
+// Called with mu_ held. A line per event; on a terminal, also a bar with the ETA under the lines (redrawn),
+// elsewhere the count and ETA at the end of each line.
 void BenchRun::progress(const BenchRecord& r, const std::string& what) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::fprintf(stderr, "[%4.0f s] %-7s %-52s %s\n", s, r.problem.level.c_str(), r.problem.name.substr(0, 52).c_str(),
-               what.c_str());
+  const size_t total = records_.size();
+  const size_t done = std::count_if(records_.begin(), records_.end(), [](const BenchRecord& x) { return !x.skipped; });
+  std::string eta;
+  if (done > static_cast<size_t>(resumed_) && done < total) {
+    double left = s / static_cast<double>(done - resumed_) * static_cast<double>(total - done);
+    eta = ", ETA " + format_seconds(left);
+  }
+  std::string one_line = what;
+  std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+  static const bool terminal = ::isatty(STDERR_FILENO) == 1;
+  if (terminal) std::fputs("\r\033[K", stderr);
+  std::fprintf(stderr, "[%4.0f s] %-7s %-52s %s", s, r.problem.level.c_str(), r.problem.name.substr(0, 52).c_str(),
+               one_line.c_str());
+  if (!terminal) {
+    std::fprintf(stderr, "  (%zu/%zu done%s)\n", done, total, eta.c_str());
+    return;
+  }
+  constexpr int kWidth = 30;
+  const int filled = total ? static_cast<int>(kWidth * done / total) : kWidth;
+  std::fprintf(stderr, "\n[%s%s] %zu/%zu problems done%s", std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, '.').c_str(), done, total, eta.c_str());
+  if (done == total) std::fputc('\n', stderr);
+  std::fflush(stderr);
 }
 
 void BenchRun::build_loop() {
@@ -522,6 +548,11 @@ int BenchRun::run() {
   std::cout << "wrote " << (out_ / "bench.json").string();
   if (!args_.json_out.empty()) std::cout << " and " << args_.json_out;
   std::cout << "\n";
+  write_html_report(out_ / "bench.json", out_ / "report.html", "bench");
+  if (!args_.json_out.empty()) {
+    fs::path beside = fs::path(args_.json_out).parent_path() / "report.html";
+    if (fs::absolute(beside) != fs::absolute(out_ / "report.html")) write_html_report(args_.json_out, beside, "bench");
+  }
   if (!args_.bundle.empty()) {
     if (int code = write_bench_bundle(rep); code != kExitOk) return code;
   }

@@ -11,6 +11,7 @@
 #include "base/table.h"
 #include "cli/bundle.h"
 #include "cli/evaluate.h"
+#include "cli/html_report.h"
 #include "cli/pipeline.h"
 #include "codegen/export_kernelbench.h"
 #include "sandbox/python.h"
@@ -107,6 +108,7 @@ int finish(const Turn& t, const Protocol& protocol, const sandbox::EvalResult& r
   report["out_dir"] = fs::absolute(out_dir).string();
   if (auto s = write_file(out_dir / "report.json", report.dump(2) + "\n"); !s.is_ok()) return report_error(s, command);
   (void)write_file(out_dir / "build.log", build_log_text(t.built.build));
+  if (std::string(command) == "optimize") write_html_report(out_dir / "report.json", out_dir / "report.html", command);
   if (json) {
     std::cout << report.dump(2) << "\n";
   } else {
