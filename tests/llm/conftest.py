@@ -131,6 +131,9 @@ HARNESS = {"rules": [
      "profile": {"outcome": "ok", "t_candidate": 0.5e-3, "t_eager": 1.0e-3, "t_compile": 0.8e-3}},
     {"contains": "RELU_SLOWER_THAN_COMPILE", "verify": {"outcome": "ok"},
      "profile": {"outcome": "ok", "t_candidate": 0.9e-3, "t_eager": 1.0e-3, "t_compile": 0.5e-3}},
+    {"contains": "RELU_ESCAPED", "verify": {"outcome": "ok"},
+     "profile": {"outcome": "ok", "t_candidate": 0.1e-3, "t_eager": 1.0e-3, "t_compile": 1.0e-3,
+                 "escaped_stream": True, "other_streams": 1}},
     {"contains": "RELU_WRONG", "verify": {"outcome": "wrong_answer", "max_abs_err": 0.7,
                                           "message": "output 0: max abs error 0.7 > 0.01"}}],
     # Anything else would be judged correct and fast: a -1 then comes from the checks before the harness.

@@ -152,6 +152,18 @@ def test_threat_fixture_scores_minus_one(tmp_path, fixture, layer, expect):
         assert set(outcomes) <= {"forbidden", "no_gpu"}
 
 
+def test_escaped_stream_is_not_a_result(tmp_path):
+    """The harness's timing-integrity flag (work off the timed stream) makes a fast 'ok' a forbidden -1."""
+    steps = [turn(call("write", path="model_new.py", content=model_new("RELU_ESCAPED"))), turn(call("profile")),
+             {"content": "done"}]
+    out = tmp_path / "run"
+    with Server(tmp_path, {"steps": steps}) as s:
+        run_agent(s.url, out, harness=HARNESS)
+    r = evaluations(out)[0]["result"]
+    assert r["outcome"] == "forbidden" and r["harness_outcome"] == "ok" and r["reward"] == -1
+    assert end_of(out)["reward"] == -1
+
+
 def test_tampering_with_protected_files(tmp_path):
     """With the shell unsandboxed (no bubblewrap) and root's rights, the model rewrites the evaluator: the
     hash check catches it at the next verify and the episode ends with -1."""

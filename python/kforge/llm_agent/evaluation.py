@@ -199,6 +199,11 @@ def evaluate(ws, harness, profile, device="auto"):
             r = harness.evaluate(ws, profile)
             if harness.scripted:
                 r["scripted_harness"] = True
+            if r.get("outcome") == "ok" and r.get("escaped_stream"):
+                # the harness's timing-integrity flag (kforge selftest threats reads it the same way)
+                r.update(outcome="forbidden", harness_outcome="ok", reward=None,
+                         message="the candidate's work escaped the timed stream (other streams, or event time far "
+                                 "below host time): not a valid measurement")
         else:
             r = {"outcome": "no_gpu", "verified": False, "static_checks": "clean",
                  "message": "no GPU on this machine: the static checks passed, but correctness and timing cannot be "
