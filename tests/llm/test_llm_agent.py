@@ -304,6 +304,19 @@ def test_turn_budget_and_redundant_loop(tmp_path):
     assert not kept and "redundant loop" in dropped[0][1]
 
 
+def test_token_and_time_budgets(tmp_path):
+    steps = [turn(call("glob", pattern="*"))] * 4 + [{"content": "done"}]
+    out = tmp_path / "run"
+    with Server(tmp_path, {"steps": steps}) as s:
+        run_agent(s.url, out, "--max-total-tokens", "1", harness=HARNESS)
+    end = end_of(out)
+    assert end["stop_reason"] == "max_total_tokens" and end["turns"] == 1 and end["reward"] == -1
+    out2 = tmp_path / "run2"
+    with Server(tmp_path, {"steps": steps}, name="s2") as s:
+        run_agent(s.url, out2, "--time-limit", "0.000001", harness=HARNESS)
+    assert end_of(out2)["stop_reason"] == "time_limit" and end_of(out2)["turns"] == 0
+
+
 def test_resume_after_kill(tmp_path):
     """kill -9 while the server holds a request; the torn file resumes; the episode ends as if whole."""
     first = [turn(call("write", path="model_new.py", content=model_new("RELU_WRONG"))), turn(call("verify")),
@@ -399,6 +412,23 @@ def test_suite_table(tmp_path):
     assert s0["problems"] == 2 and s0["pass"] == 0.5 and s0["faster_than_compile"] == 0.5
     assert abs(s0["geomean_speedup_vs_eager"] - 2.0) < 1e-9 and s0["mean_turns"] == 3
     assert "faster_than_eager" in p.stdout and "scripted harness" in p.stdout
+    # kforge's own compiler beside it, from a `kforge bench --json` report of the same problems
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"format": "kforge.bench/1", "predicted": False, "problems": [
+        {"level": "level1", "problem": "1_relu", "correct": True, "t_candidate_ms": 0.8, "t_eager_ms": 1.0,
+         "t_compile_ms": 0.9},
+        {"level": "level1", "problem": "2_relu", "correct": True, "t_candidate_ms": 1.0, "t_eager_ms": 1.0,
+         "t_compile_ms": 0.9},
+        {"level": "level1", "problem": "3_other", "correct": True, "t_candidate_ms": 1.0, "t_eager_ms": 1.0}]}))
+    p = subprocess.run([kforge_bin(), "agent", "report", str(tmp_path / "out"), "--compare-bench", str(bench)],
+                       capture_output=True, text=True, check=True)
+    doc = json.loads((tmp_path / "out" / "suite.json").read_text())
+    k = doc["summaries"][1]
+    assert k["who"].startswith("kforge") and k["problems"] == 2 and k["pass"] == 1.0 and k["faster_than_eager"] == 0.5
+    assert doc["summaries"][0] == s0
+    v = subprocess.run([kforge_bin(), "agent", "validate", str(tmp_path / "out/level1/1_relu/trajectory.jsonl")],
+                       capture_output=True, text=True)
+    assert v.returncode == 0 and "valid" in v.stdout, v.stdout + v.stderr
 
 
 def test_milestone_mirror_matches_kforge():
