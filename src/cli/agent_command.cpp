@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "cli/pipeline.h"
 #include "sandbox/toolchain.h"
+#include "schedule/planner.h"
 #include "schedule/schedule.h"
 #include "skills/skill.h"
 
@@ -89,12 +90,15 @@ void add_skill_site_subcommands(CLI::App* skills_cmd, SkillSitesArgs& a, CLI::Ap
   *apply = skills_cmd->add_subcommand("apply", "apply one site of one skill to a schedule");
   for (CLI::App* c : {*sites, *apply}) {
     c->add_option("input", a.input, "problem (.py) or graph (.json)")->required();
-    c->add_option("--schedule", a.schedule, "a schedule .json (default: kforge's plan, as `kforge plan` makes it)");
+    c->add_option("--schedule", a.schedule,
+                  "a schedule .json, or `first` (one kernel per op, the agent environment's first schedule); default: "
+                  "kforge's plan, as `kforge plan` makes it");
     add_protocol_option(c, a.protocol);
   }
   (*apply)->add_option("--skill", a.skill, "the skill's name (kforge skills --names)")->required();
   (*apply)->add_option("--site", a.site, "the site's index in `kforge skills sites` for that skill")->required();
   (*apply)->add_option("-o,--out", a.out, "write the new schedule here (default: stdout)");
+  (*sites)->add_option("--write-schedule", a.out, "also write the schedule the sites are of here (e.g. `first`'s)");
 }
 
 namespace {
@@ -110,6 +114,11 @@ StatusOr<Loaded> load(const SkillSitesArgs& a) {
   common.protocol = a.protocol;
   Loaded l;
   KF_ASSIGN_OR_RETURN(l.graph, load_graph_or_problem(a.input, protocol.mode));
+  if (a.schedule == "first") {
+    // The environment's first schedule (agent/env.h): one kernel per op, fp32, at the protocol's tolerance.
+    l.sched = schedule::plan_one_kernel_per_op(l.graph, {.precision = "fp32", .tolerance = protocol.atol});
+    return l;
+  }
   KF_ASSIGN_OR_RETURN(l.sched, load_or_plan_schedule(l.graph, a.schedule, plan_options(common)));
   return l;
 }
@@ -130,6 +139,10 @@ int run_skill_sites(const SkillSitesArgs& a) {
       o["kernels"] = sites[i].kernels;
       out.push_back(o);
     }
+  }
+  if (!a.out.empty()) {
+    auto st = write_file(a.out, schedule::schedule_to_json(l->graph, l->sched).dump(1) + "\n");
+    if (!st.is_ok()) return report_error(st, "skills sites");
   }
   std::cout << out.dump(1) << "\n";
   return kExitOk;

@@ -25,7 +25,7 @@ struct SkillSitesArgs {
   std::string protocol = "cuda-agent";
   std::string skill;  // apply: the skill's name
   int site = -1;      // apply: the index into that skill's sites
-  std::string out;    // apply: the new schedule (default: stdout)
+  std::string out;    // apply: the new schedule (default: stdout); sites: also write the schedule here
 };
 // `kforge skills sites`: every legal site of every skill on the schedule, as JSON.
 // `kforge skills apply`: the schedule with one site applied.

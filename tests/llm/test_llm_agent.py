@@ -359,9 +359,9 @@ def test_resume_after_kill(tmp_path):
 
 def test_kforge_skill_tools(tmp_path):
     """The model starts from kforge's own program through kforge's tools."""
-    steps = [turn(call("kforge_import"), call("kforge_plan"), call("kforge_skill_sites")),
+    steps = [turn(call("kforge_import"), call("kforge_plan", start="first"), call("kforge_skill_sites")),
              turn(call("kforge_apply_skill", skill="no_such_skill", site=0)),
-             turn(call("kforge_export")),
+             turn(call("kforge_plan"), call("kforge_export")),
              turn(call("verify")),
              {"content": "done"}]
     out = tmp_path / "run"
@@ -450,3 +450,27 @@ def test_torn_trajectory_loads(tmp_path):
     assert trajectory.load(str(p)) == [{"a": 1}, {"b": 2}]
     trajectory.load(str(p), repair=True)
     assert p.read_text() == '{"a": 1}\n{"b": 2}\n'
+
+
+def test_skill_tools_on_a_level2_problem(tmp_path):
+    """From the first schedule, the model applies one of kforge's skills itself, then exports and verifies."""
+    problem = Path(os.environ.get("KFORGE_KERNELBENCH", "/work/shared/kernelbench")) / "level2" / \
+        "11_ConvTranspose2d_BatchNorm_Tanh_MaxPool_GroupNorm.py"
+    if not problem.exists():
+        pytest.skip("no shared kernelbench level2 here")
+    steps = [turn(call("kforge_plan", start="first"), call("kforge_skill_sites")),
+             turn(call("kforge_apply_skill", skill="batch_norm_inference", site=0)),
+             turn(call("kforge_skill_sites"), call("kforge_export")),
+             turn(call("verify")),
+             {"content": "done"}]
+    out = tmp_path / "run"
+    with Server(tmp_path, {"steps": steps}) as s:
+        run_agent(s.url, out, harness=HARNESS, problem=problem)
+    msgs = [e["message"]["content"] for e in load_events(out) if e["type"] == "message" and e.get("tool")]
+    before, after = json.loads(msgs[1]), json.loads(msgs[3])
+    assert any(x["skill"] == "batch_norm_inference" for x in before)
+    assert not any(x["skill"] == "batch_norm_inference" for x in after)
+    assert "applied batch_norm_inference site 0" in msgs[2]
+    sched = json.loads((out / "workspace/kforge/schedule.json").read_text())
+    assert "batch_norm_inference" in json.dumps(sched)
+    assert evaluations(out)[0]["result"]["outcome"] == "ok"

@@ -43,8 +43,9 @@ TOOL_SPECS = [
     _fn("verify", "Check model_new.py: static rules, then correctness against model.py on the GPU.", {}, []),
     _fn("profile", "Verify and time model_new.py against PyTorch eager and torch.compile on the GPU.", {}, []),
     _fn("kforge_import", "kforge traces model.py into its graph (ops, shapes) and prints it.", {}, []),
-    _fn("kforge_plan", "kforge's own schedule for the problem (kernels, fusions, precisions); kept as the "
-        "current schedule for the other kforge tools.", {}, []),
+    _fn("kforge_plan", "Set the current schedule of the other kforge tools: start='kforge' (default) is kforge's "
+        "own plan (every skill it applies by default); start='first' is one kernel per op, for you to apply "
+        "skills to yourself. Prints the schedule.", {"start": {"type": "string", "enum": ["kforge", "first"]}}, []),
     _fn("kforge_skill_sites", "Every legal site of every kforge skill on the current schedule.", {}, []),
     _fn("kforge_apply_skill", "Apply one site of one kforge skill to the current schedule.",
         {"skill": S, "site": I}, ["skill", "site"]),
@@ -275,10 +276,17 @@ class Tools:
         g = self._graph()
         return open(g).read(), {}
 
-    def t_kforge_plan(self):
+    def t_kforge_plan(self, start="kforge"):
         s = os.path.join(self.kforge_dir, "schedule.json")
         if os.path.exists(s):
             os.remove(s)
+        if start == "first":
+            rc, out = self._kforge("skills", "sites", self._graph(), "--schedule", "first", "--write-schedule", s,
+                                   "--protocol", self.ws.protocol())
+            if rc != 0:
+                raise ToolError("kforge skills sites failed: %s" % out)
+        elif start != "kforge":
+            raise ValueError("start must be 'kforge' or 'first'")
         return open(self._schedule()).read(), {}
 
     def t_kforge_skill_sites(self):
