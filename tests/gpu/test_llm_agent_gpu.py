@@ -2,7 +2,6 @@
 ReLU kernel, and verify/profile go through `kforge evaluate` (the two-process harness), no scripted
 harness; the runtime threat fixtures end with -1 on the real harness; a scripted model that calls kforge's
 skill tools (kforge_export) reaches kforge's own program and its reward."""
-import json
 import shutil
 import subprocess
 import sys

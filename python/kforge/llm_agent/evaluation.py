@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 from .rewards import result_reward

@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 
-from . import SCHEMA_NAME, trajectory
+from . import trajectory
 from .client import LLMError
 from .tools import TOOL_SPECS, Tools, clip
 from .workspace import Workspace, create as create_workspace

@@ -3,7 +3,6 @@ confined to the workspace; protected files are read-only; the shell runs in bubb
 (the workspace writable, the rest of the file system read-only, no network), else in the workspace with
 a scrubbed environment (the record says which). A tool never raises: it returns (text, meta) with
 meta["invalid"] set when the call itself was malformed (unknown tool, bad arguments)."""
-import fnmatch
 import glob as globlib
 import json
 import os
