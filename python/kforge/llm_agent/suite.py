@@ -70,18 +70,19 @@ def bench_rows(bench_json, names):
 
 
 def render(summaries):
+    """The table as text: percentages of all problems, speed-ups as x, means with one decimal."""
     cols = ["who", "problems", "pass", "faster_than_eager", "faster_than_compile", "geomean_speedup_vs_eager",
             "geomean_speedup_vs_compile", "mean_turns", "mean_tokens"]
-    fmt = lambda v: "-" if v is None else ("%.1f%%" % (100 * v) if isinstance(v, float) and v <= 1.0 and v >= 0 and
-                                         False else ("%.3g" % v if isinstance(v, float) else str(v)))
-    lines = [" | ".join(cols)]
-    for s in summaries:
-        vals = []
-        for c in cols:
-            v = s.get(c)
-            if c in ("pass", "faster_than_eager", "faster_than_compile") and v is not None:
-                vals.append("%.1f%%" % (100 * v))
-            else:
-                vals.append(fmt(v))
-        lines.append(" | ".join(vals))
-    return "\n".join(lines)
+
+    def fmt(c, v):
+        if v is None:
+            return "-"
+        if c in ("pass", "faster_than_eager", "faster_than_compile"):
+            return "%.1f%%" % (100 * v)
+        if c.startswith("geomean"):
+            return "%.2fx" % v
+        if c.startswith("mean"):
+            return "%.1f" % v
+        return str(v)
+
+    return "\n".join([" | ".join(cols)] + [" | ".join(fmt(c, s.get(c)) for c in cols) for s in summaries])
