@@ -195,6 +195,7 @@ def test_shell_is_sandboxed(tmp_path):
         pytest.skip("no bubblewrap here")
     steps = [turn(call("shell", command="echo hi > ../evaluator/x; echo rc=$?; echo more >> model.py; echo rc=$?; "
                                         "env | grep -c SECRET; echo ok > kernels/t.txt")),
+             turn(call("shell", command="python3 ../evaluator/verify.py")),
              {"content": "done"}]
     out = tmp_path / "run"
     with Server(tmp_path, {"steps": steps}) as s:
@@ -203,6 +204,9 @@ def test_shell_is_sandboxed(tmp_path):
     assert res.count("rc=1") == 2 and "\n0\n" in res, res
     assert (out / "workspace" / "kernels" / "t.txt").read_text() == "ok\n"
     assert load_events(out)[0]["isolation"].startswith("bubblewrap")
+    # the evaluator's entry point runs inside the sandbox, with kforge's static checks (no GPU here: no_gpu)
+    res2 = [e["message"]["content"] for e in load_events(out) if e["type"] == "message" and e.get("tool")][1]
+    assert '"outcome": "no_gpu"' in res2 or '"outcome": "ok"' in res2, res2
 
 
 def test_malformed_tool_calls(tmp_path):

@@ -88,7 +88,7 @@ class Tools:
         self.kforge_dir = os.path.join(ws.root, "kforge")
 
     def isolation(self):
-        return "bubblewrap (workspace writable, rest read-only, no network)" if self.bwrap else \
+        return "bubblewrap (workspace and scratch writable, rest read-only, no network)" if self.bwrap else \
             "none (workspace as cwd, secrets scrubbed from the environment)"
 
     # --- paths
@@ -213,8 +213,14 @@ class Tools:
         env = scrubbed_env(self.api_key_env)
         root = self.ws.root
         if self.bwrap:
-            argv = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                    "--bind", root, root]
+            # /dev as it is (the GPU's device files); temporary files and the caches tools write go to
+            # RUN/scratch, the one writable place besides the workspace
+            scratch = os.path.join(self.ws.run_dir, "scratch")
+            os.makedirs(scratch, exist_ok=True)
+            argv = [self.bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
+                    "--bind", root, root, "--bind", scratch, scratch]
+            env.update(TMPDIR=scratch, TORCH_EXTENSIONS_DIR=os.path.join(scratch, "torch_extensions"),
+                       KFORGE_CACHE=os.path.join(scratch, "kforge-cache"), XDG_CACHE_HOME=os.path.join(scratch, "cache"))
             for p in PROTECTED_IN_WORKSPACE:
                 argv += ["--ro-bind", os.path.join(root, p), os.path.join(root, p)]
             argv += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", root, "bash", "-c", command]
