@@ -9,6 +9,7 @@ It prints nothing; PORT gets the port it listens on (127.0.0.1, chosen by the ke
   {"content": "..."}                                    an answer without tool calls (the episode ends)
   {"http_error": 503, "retry_after": 0}                 an error status (the step is used up)
   {"sleep": SECONDS}                                    no answer for that long (a client timeout), then the next
+  {"raw_body": "text"}                                  HTTP 200 with that body (not a chat completion)
   {"logprobs": true} in a step adds token ids and log-probs to its answer.
 A request larger than context_limit_chars gets HTTP 400 "maximum context length" without using a step.
 After the last step every request gets {"content": "done"}. Every request is logged (with whether an
@@ -76,6 +77,13 @@ def main():
                 time.sleep(step["sleep"])
                 return self._send(200, {"id": "late", "choices": [{"index": 0, "finish_reason": "stop",
                                                                    "message": {"role": "assistant", "content": "late"}}]})
+            if "raw_body" in step:  # a 200 whose body is not a chat completion
+                data = step["raw_body"].encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             if "http_error" in step:
                 h = {"Retry-After": str(step["retry_after"])} if "retry_after" in step else {}
                 return self._send(step["http_error"], {"error": {"message": "scripted error %d" % step["http_error"]}}, h)

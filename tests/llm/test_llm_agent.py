@@ -230,6 +230,7 @@ def test_malformed_tool_calls(tmp_path):
 
 def test_server_errors_and_timeouts(tmp_path):
     steps = [{"http_error": 503}, {"http_error": 429, "retry_after": 0}, {"sleep": 7}, {"http_error": 502},
+             {"raw_body": "<html>bad gateway</html>"}, {"raw_body": "{\"choices\": []}"},
              turn(call("write", path="model_new.py", content=model_new("RELU_GOOD"))),
              turn(call("verify")),
              {"content": "done"}]
@@ -238,11 +239,11 @@ def test_server_errors_and_timeouts(tmp_path):
         run_agent(s.url, out, harness=HARNESS)
     ev = load_events(out)
     retries = [e for e in ev if e["type"] == "retry"]
-    assert [r.get("status") for r in retries] == [503, 429, None, 502], retries
-    assert "timed out" in retries[2]["error"]
+    assert [r.get("status") for r in retries] == [503, 429, None, 502, 200, 200], retries
+    assert "timed out" in retries[2]["error"] and "not JSON" in retries[4]["error"] and "no choices" in retries[5]["error"]
     assert end_of(out)["reward"] == 1
     first = [e for e in ev if e["type"] == "message" and e.get("llm")][0]
-    assert first["llm"]["attempts"] == 5
+    assert first["llm"]["attempts"] == 7
     validate(out)
 
 
@@ -478,3 +479,22 @@ def test_skill_tools_on_a_level2_problem(tmp_path):
     sched = json.loads((out / "workspace/kforge/schedule.json").read_text())
     assert "batch_norm_inference" in json.dumps(sched)
     assert evaluations(out)[0]["result"]["outcome"] == "ok"
+
+
+def test_user_errors_of_the_new_commands(tmp_path):
+    k = kforge_bin()
+    r = subprocess.run([k, "export", str(RELU), "--format", "cuda-agent"], capture_output=True, text=True)
+    assert r.returncode == 2 and "give -o DIR" in r.stderr
+    r = subprocess.run([k, "skills", "apply", str(RELU), "--skill", "fuse_elementwise", "--site", "7"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "sites on this schedule" in r.stderr
+    r = subprocess.run([k, "agent", str(RELU)], capture_output=True, text=True)
+    assert r.returncode == 2 and "--llm" in r.stderr
+    r = subprocess.run([k, "agent", str(tmp_path / "nope.py"), "--llm", "http://127.0.0.1:9/v1", "--model", "m"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "no such file" in r.stderr
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "trajectory.jsonl").write_text("")
+    r = subprocess.run([k, "agent", str(RELU), "--llm", "http://127.0.0.1:9/v1", "--model", "m", "--out",
+                        str(tmp_path / "run")], capture_output=True, text=True)
+    assert r.returncode == 2 and "--resume" in r.stderr and "--force" in r.stderr
