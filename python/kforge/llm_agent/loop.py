@@ -269,47 +269,55 @@ class Episode:
                 self.w.write("llm_error", turn=self.turns, status=e.status, message=str(e)[:1000], action="stop")
                 return "llm_error"
             overflow_retries = 0
-            choice = resp["choices"][0]
-            raw = choice.get("message") or {}
-            msg = {"role": "assistant", "content": raw.get("content")}
-            calls = []
-            for k, tc in enumerate(raw.get("tool_calls") or []):
-                f = tc.get("function") or {}
-                calls.append({"id": tc.get("id") or "call_%d_%d" % (self.turns, k), "type": "function",
-                              "function": {"name": f.get("name"), "arguments": f.get("arguments", "")}})
-            if calls:
-                msg["tool_calls"] = calls
-            usage = resp.get("usage") or {}
-            self.turns += 1
-            self.prompt_tokens += usage.get("prompt_tokens") or 0
-            self.completion_tokens += usage.get("completion_tokens") or 0
-            if usage.get("prompt_tokens"):
-                self.last_prompt = (usage["prompt_tokens"], _chars(messages) + _chars(TOOL_SPECS))
-            llm = {"latency_s": round(info["latency_s"], 3), "attempts": info["attempts"], "usage": usage,
-                   "finish_reason": choice.get("finish_reason"), "response_id": resp.get("id")}
-            for key in ("logprobs", "token_ids", "prompt_token_ids"):
-                if choice.get(key) is not None:
-                    llm[key] = choice[key]
-            if resp.get("prompt_token_ids") is not None:
-                llm["prompt_token_ids"] = resp["prompt_token_ids"]
-            if raw.get("reasoning_content"):
-                llm["reasoning_content"] = raw["reasoning_content"]
+            msg, calls, llm = self._assistant_message(resp, info, messages)
             messages.append(msg)
             self.w.write("message", message=msg, turn=self.turns, llm=llm)
             if not calls:
                 return "model_stopped"
-            for tc in calls:
-                text, meta = self.tools.call(tc["function"]["name"], tc["function"]["arguments"])
-                if meta.get("invalid"):
-                    self.invalid_calls += 1
-                ev = meta.pop("evaluation", None)
-                m = {"role": "tool", "tool_call_id": tc["id"], "content": text}
-                messages.append(m)
-                self.w.write("message", message=m, turn=self.turns, tool=meta)
-                if ev is not None:
-                    self._record_evaluation(tc["function"]["name"], ev)
+            self._run_tools(calls, messages)
             if self.tampered:
                 return "tampered"
+
+    def _assistant_message(self, resp, info, messages):
+        """The assistant message of a response (tool calls with ids), with the call's record; counts the turn."""
+        choice = resp["choices"][0]
+        raw = choice.get("message") or {}
+        msg = {"role": "assistant", "content": raw.get("content")}
+        calls = []
+        for k, tc in enumerate(raw.get("tool_calls") or []):
+            f = tc.get("function") or {}
+            calls.append({"id": tc.get("id") or "call_%d_%d" % (self.turns, k), "type": "function",
+                          "function": {"name": f.get("name"), "arguments": f.get("arguments", "")}})
+        if calls:
+            msg["tool_calls"] = calls
+        usage = resp.get("usage") or {}
+        self.turns += 1
+        self.prompt_tokens += usage.get("prompt_tokens") or 0
+        self.completion_tokens += usage.get("completion_tokens") or 0
+        if usage.get("prompt_tokens"):
+            self.last_prompt = (usage["prompt_tokens"], _chars(messages) + _chars(TOOL_SPECS))
+        llm = {"latency_s": round(info["latency_s"], 3), "attempts": info["attempts"], "usage": usage,
+               "finish_reason": choice.get("finish_reason"), "response_id": resp.get("id")}
+        for key in ("logprobs", "token_ids", "prompt_token_ids"):
+            if choice.get(key) is not None:
+                llm[key] = choice[key]
+        if resp.get("prompt_token_ids") is not None:
+            llm["prompt_token_ids"] = resp["prompt_token_ids"]
+        if raw.get("reasoning_content"):
+            llm["reasoning_content"] = raw["reasoning_content"]
+        return msg, calls, llm
+
+    def _run_tools(self, calls, messages):
+        for tc in calls:
+            text, meta = self.tools.call(tc["function"]["name"], tc["function"]["arguments"])
+            if meta.get("invalid"):
+                self.invalid_calls += 1
+            ev = meta.pop("evaluation", None)
+            m = {"role": "tool", "tool_call_id": tc["id"], "content": text}
+            messages.append(m)
+            self.w.write("message", message=m, turn=self.turns, tool=meta)
+            if ev is not None:
+                self._record_evaluation(tc["function"]["name"], ev)
 
     def _record_evaluation(self, kind, r):
         self.evaluations += 1
