@@ -15,6 +15,7 @@
 #include "cli/pipeline.h"
 #include "codegen/export_kernelbench.h"
 #include "sandbox/python.h"
+#include "sandbox/static_check.h"
 #include "skills/planner.h"
 
 namespace kforge::cli {
@@ -45,20 +46,20 @@ int report_error(const Status& s, const char* command) {
   }
 }
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 Status write_or_print(const std::string& out, const std::string& text) {
   if (out.empty() || out == "-") {
     std::cout << text;
     return Status::ok();
   }
   return write_file(out, text);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 }  // namespace
@@ -219,6 +220,46 @@ int run_optimize(const OptimizeArgs& a) {
   return code;
 }
 
+namespace {
+
+// `kforge evaluate --static-only`: the checks the harness runs before it loads a candidate (and the CUDA
+// rules on --cuda files), on any machine; the outcome is forbidden when any finds something.
+int run_static_checks(const EvaluateArgs& a) {
+  auto findings = sandbox::check_model_new(a.candidate, a.problem);
+  if (!findings.is_ok()) return report_error(findings.status(), "evaluate");
+  std::vector<sandbox::Finding> all = findings.value();
+  for (const auto& f : a.cuda_files) {
+    auto text = read_file(f);
+    if (!text.is_ok()) return report_error(text.status(), "evaluate");
+    for (auto& x : sandbox::check_cuda_source(text.value(), fs::path(f).filename().string())) all.push_back(x);
+  }
+  OrderedJson j;
+  j["outcome"] = all.empty() ? "ok" : "forbidden";
+  j["static_only"] = true;
+  j["verified"] = false;
+  OrderedJson list = OrderedJson::array();
+  for (const auto& f : all) {
+    OrderedJson o;
+    o["rule"] = f.rule;
+    o["file"] = f.file;
+    o["line"] = f.line;
+    o["message"] = f.message;
+    list.push_back(o);
+  }
+  j["findings"] = list;
+  j["reward"] = all.empty() ? OrderedJson(nullptr) : OrderedJson(-1);
+  if (!all.empty()) j["message"] = sandbox::describe(all.front());
+  if (a.common.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "static checks of " << a.candidate << ": " << (all.empty() ? "clean" : "forbidden") << "\n";
+    for (const auto& f : all) std::cout << "  " << sandbox::describe(f) << " [" << f.rule << "]\n";
+  }
+  return all.empty() ? kExitOk : kExitFailedResult;
+}
+
+}  // namespace
+
 int run_evaluate(const EvaluateArgs& a) {
   auto protocol = protocol_from_name(a.common.protocol);
   if (!protocol.is_ok()) return report_error(protocol.status(), "evaluate");
@@ -226,6 +267,7 @@ int run_evaluate(const EvaluateArgs& a) {
   for (const auto& f : {a.problem, a.candidate}) {
     if (!fs::is_regular_file(f, ec)) return report_error(not_found("no such file: " + f), "evaluate");
   }
+  if (a.static_only) return run_static_checks(a);
   auto device = resolve_device("cuda");
   if (!device.is_ok()) return report_error(device.status(), "evaluate");
   sandbox::HarnessWorker worker;
@@ -289,6 +331,7 @@ StatusOr<KernelbenchFile> kernelbench_file(const std::string& input, const std::
   KF_ASSIGN_OR_RETURN(codegen::Program program, codegen::emit_program(g, s, program_options));
   KF_ASSIGN_OR_RETURN(file.text, codegen::export_kernelbench(g, program, source, options));
   file.kernels = program.calls.size();
+  file.problem_path = g.source;
   return file;
 }
 
@@ -302,6 +345,15 @@ int run_export(const ExportArgs& a) {
   auto file = kernelbench_file(a.input, a.schedule, protocol.value(), a.common, a.allow_library_only);
   if (!file.is_ok()) return report_error(file.status(), "export");
   if (!file->note.empty()) std::fprintf(stderr, "kforge export: %s\n", file->note.c_str());
+  if (a.format == "cuda-agent") {
+    if (a.out == "-")
+      return report_error(invalid_argument("--format cuda-agent writes a directory: give -o DIR"), "export");
+    auto st = write_cuda_agent_workspace(file.value(), a.out, a.common.protocol, a.force);
+    if (!st.is_ok()) return report_error(st, "export");
+    std::fprintf(stderr, "wrote %s/ (SKILL.md, model.py, model_new.py with %zu kernels, kernels/, evaluator/)\n",
+                 a.out.c_str(), file->kernels);
+    return kExitOk;
+  }
   auto st = write_or_print(a.out, file->text);
   if (!st.is_ok()) return report_error(st, "export");
   if (a.out != "-") std::fprintf(stderr, "wrote %s (%zu kernels inline)\n", a.out.c_str(), file->kernels);

@@ -22,6 +22,9 @@ enum ExitCode {
 // a missing or failing tool 3, anything else (a bug) 4.
 int report_error(const Status& s, const char* command);
 
+// Writes `text` to `out`, or to stdout when `out` is empty or "-".
+Status write_or_print(const std::string& out, const std::string& text);
+
 // "a,b,,c" -> {a, b, c}: the comma-separated lists of --only and --levels.
 std::set<std::string> split_list(const std::string& s);
 
@@ -88,12 +91,20 @@ struct ExportArgs {
 };
 int run_export(const ExportArgs& a);
 
+struct KernelbenchFile;
+// `kforge export --format cuda-agent`: the program as a CUDA-Agent workspace in `dir` (SKILL.md, model.py,
+// model_new.py, kernels/, the protected evaluator), written by python -m kforge.llm_agent workspace so that
+// the agent and the export make one layout.
+Status write_cuda_agent_workspace(const KernelbenchFile& file, const std::string& dir, const std::string& protocol,
+                                  bool force);
+
 // The program of `input` (an optimize/build output directory, a problem .py or a graph .json) as one
 // KernelBench ModelNew file, as `kforge export --format kernelbench` writes it.
 struct KernelbenchFile {
   std::string text;
   std::string note;  // what was changed so that upstream's checker reads the source (empty: nothing)
   size_t kernels = 0;
+  std::string problem_path;  // the problem the graph was traced from
 };
 StatusOr<KernelbenchFile> kernelbench_file(const std::string& input, const std::string& schedule,
                                            const sandbox::Protocol& protocol, const CommonOptions& common,
@@ -105,7 +116,9 @@ struct EvaluateArgs {
   int trials = 30;
   bool profile = true;
   double timeout = 300;
-  bool static_check = true;  // --no-static-check: only the runtime checks (for testing them)
+  bool static_check = true;             // --no-static-check: only the runtime checks (for testing them)
+  bool static_only = false;             // --static-only: the static checks alone, on any machine (no GPU needed)
+  std::vector<std::string> cuda_files;  // --cuda FILE: CUDA sources checked with the candidate's rules
   CommonOptions common;
 };
 int run_evaluate(const EvaluateArgs& a);

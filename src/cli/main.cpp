@@ -1,6 +1,7 @@
 // kforge: the command-line entry point (CLI11); each subcommand lives in commands.cpp.
 #include <CLI/CLI.hpp>
 
+#include "cli/agent_command.h"
 #include "cli/commands.h"
 #include "cli/costmodel_command.h"
 #include "cli/env_command.h"
@@ -91,6 +92,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   eval->add_flag("!--no-static-check", eval_args.static_check,
                  "skip the static checks of the candidate's source (to test the runtime checks alone)");
+  eval->add_flag("--static-only", eval_args.static_only,
+                 "run the static checks alone (any machine, no GPU): outcome forbidden or ok, nothing verified");
+  eval->add_option("--cuda", eval_args.cuda_files, "also check this CUDA source with the generated code's rules")
+      ->check(CLI::ExistingFile);
   add_protocol_option(eval, eval_args.common.protocol);
   eval->add_flag("--json", eval_args.common.json, "print the result as JSON");
   add_timing_options(eval, eval_args.common.timing);
@@ -136,7 +141,10 @@ int main(int argc, char** argv) {
                   "an output directory of optimize/build, a problem (.py) or a graph (.json)")
       ->required();
   exp->add_option("--schedule", export_args.schedule, "a schedule .json (default: the directory's, or plan afresh)");
-  exp->add_option("--format", export_args.format, "export format")->check(CLI::IsMember({"kernelbench"}));
+  exp->add_option("--format", export_args.format,
+                  "kernelbench (one ModelNew file) or cuda-agent (a workspace directory: SKILL.md, model.py, "
+                  "model_new.py, kernels/, evaluator/)")
+      ->check(CLI::IsMember({"kernelbench", "cuda-agent"}));
   exp->add_option("-o,--out", export_args.out, "the file to write (default: stdout)");
   exp->add_flag("--force", export_args.force, "overwrite the output file if it exists");
   exp->add_flag("--allow-library-only", export_args.allow_library_only,
@@ -197,6 +205,9 @@ int main(int argc, char** argv) {
   fit->add_option("--json", fit_args.json_out, "write the report as JSON here");
   fit->add_flag("--force", fit_args.force, "overwrite --out / --json");
 
+  AgentArgs agent_args;
+  auto* agent = add_agent_subcommand(app, agent_args);
+
   bool ops_json = false;
   auto* ops = app.add_subcommand("ops", "list the op registry");
   ops->add_flag("--json", ops_json, "as JSON");
@@ -204,6 +215,9 @@ int main(int argc, char** argv) {
   auto* skills_cmd = app.add_subcommand("skills", "list the skill catalogue, in the default planner's order");
   skills_cmd->add_flag("--json", skills_json, "as JSON");
   skills_cmd->add_flag("--names", skills_names, "names only, one per line");
+  SkillSitesArgs site_args;
+  CLI::App *sites_cmd = nullptr, *apply_cmd = nullptr;
+  add_skill_site_subcommands(skills_cmd, site_args, &sites_cmd, &apply_cmd);
 
   try {
     app.parse(argc, argv);
@@ -230,6 +244,9 @@ int main(int argc, char** argv) {
   if (*ingest) return run_costmodel_ingest(ingest_args);
   if (*fit) return run_costmodel_fit(fit_args);
   if (*ops) return run_ops(ops_json);
+  if (*agent) return run_agent(agent_args);
+  if (*sites_cmd) return run_skill_sites(site_args);
+  if (*apply_cmd) return run_skill_apply(site_args);
   if (*skills_cmd) return run_skills(skills_json, skills_names);
   return kExitUserError;
 }
