@@ -1,6 +1,7 @@
 // kforge: the command-line entry point (CLI11); each subcommand lives in commands.cpp.
 #include <CLI/CLI.hpp>
 
+#include "cli/catalogue_command.h"
 #include "cli/commands.h"
 #include "cli/costmodel_command.h"
 #include "cli/explore_command.h"
@@ -160,6 +161,9 @@ int main(int argc, char** argv) {
   ExploreArgs explore_args;
   auto* explore = add_explore_subcommand(app, explore_args);
 
+  CatalogueArgs catalogue_args;
+  auto* catalogue = add_catalogue_subcommand(app, catalogue_args);
+
   SelftestArgs selftest_args;
   auto* selftest = app.add_subcommand("selftest", "kforge's own checks against adversarial fixtures");
   auto* threats = selftest->add_subcommand("threats", "every threat fixture against the check meant to catch it");
@@ -216,6 +220,7 @@ int main(int argc, char** argv) {
   if (*synth) return run_synth(synth_args);
   if (*train) return run_train(train_args);
   if (*explore) return run_explore(explore_args);
+  if (*catalogue) return run_catalogue(catalogue_args);
   if (*threats) return run_selftest(selftest_args);
   if (*ingest) return run_costmodel_ingest(ingest_args);
   if (*fit) return run_costmodel_fit(fit_args);

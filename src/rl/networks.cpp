@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/json.h"
 #include "rl/torch_nets.h"
 
 namespace kforge::rl {
@@ -103,6 +104,7 @@ ActorCritic ActorCritic::create(const NetworkDims& dims, uint64_t seed, double a
   torch::manual_seed(seed);
   ActorCritic ac(make_impl(dims, actor_lr, critic_lr));
   ac.counters.stage = "init";
+  ac.action_space = agent::current_action_space();
   return ac;
 }
 
@@ -177,6 +179,10 @@ Status ActorCritic::save(const std::string& path) const {
     archive.write("iteration", torch::tensor(static_cast<int64_t>(counters.iteration)));
     std::vector<int64_t> stage(counters.stage.begin(), counters.stage.end());
     archive.write("stage", torch::tensor(stage.empty() ? std::vector<int64_t>{0} : stage));
+    if (action_space) {
+      const std::string text = agent::action_space_to_json(*action_space).dump();
+      archive.write("action_space", torch::tensor(std::vector<int64_t>(text.begin(), text.end())));
+    }
     torch::serialize::OutputArchive actor, critic, actor_opt, critic_opt;
     impl_->actor->save(actor);
     impl_->critic->save(critic);
@@ -226,6 +232,17 @@ StatusOr<ActorCritic> ActorCritic::load(const std::string& path) {
       int64_t c = stage_t[i].item<int64_t>();
       if (c != 0) ac.counters.stage.push_back(static_cast<char>(c));
     }
+    torch::Tensor action_space_t;
+    if (archive.try_read("action_space", action_space_t)) {
+      std::string text;
+      for (int64_t i = 0; i < action_space_t.numel(); ++i)
+        text.push_back(static_cast<char>(action_space_t[i].item<int64_t>()));
+      auto j = parse_json(text, path + " (its action space)");
+      if (!j.is_ok()) return j.status();
+      auto v = agent::action_space_from_json(*j);
+      if (!v.is_ok()) return invalid_argument(path + ": " + v.status().message());
+      ac.action_space = std::move(v).value();
+    }
     torch::serialize::InputArchive actor, critic, actor_opt, critic_opt;
     archive.read("actor", actor);
     archive.read("critic", critic);
@@ -247,6 +264,23 @@ Status check_dims(const NetworkDims& dims, int state_dim, int action_dim) {
                           std::to_string(dims.action_dim) + " action features, but the environment gives " +
                           std::to_string(state_dim) + " and " + std::to_string(action_dim) +
                           " (features changed since it was trained: train again)");
+}
+
+std::string checkpoint_refresh_command(const std::string& path) {
+  const std::string shipped = "policies/learned-ci.pt";
+  if (path.size() >= shipped.size() && path.compare(path.size() - shipped.size(), shipped.size(), shipped) == 0) {
+    return "`kforge train --preset ci --out RUN --eval-tasks ../shared/kernelbench/level1 ../shared/kernelbench/level2"
+           " && cp RUN/ppo.pt " +
+           path + "` (policies/README.md; the cost model, a minute on a CPU)";
+  }
+  return "`kforge train --out RUN ...` with this kforge, then use RUN/ppo.pt";
+}
+
+Status check_action_space(const ActorCritic& net, const std::string& path) {
+  if (net.action_space && net.action_space->fingerprint == agent::action_space_fingerprint()) return Status::ok();
+  return invalid_argument(
+      path + ": a policy " + agent::action_space_difference(net.action_space) +
+      "; its action slots may stand for other skills. Make it again: " + checkpoint_refresh_command(path));
 }
 
 }  // namespace kforge::rl
