@@ -364,7 +364,8 @@ int run_explore(const ExploreArgs& a) {
   std::vector<std::string> too_many;
   StatesOf states_of;
   if ((harness != nullptr || !a.reuse.empty()) && !todo.empty()) {
-    auto found = find_states(&todo, a.max_states, /*drop_capped=*/harness != nullptr, &too_many);
+    // A capped search is left out on the GPU (and so in a dry run, which says what the GPU would do).
+    auto found = find_states(&todo, a.max_states, /*drop_capped=*/harness != nullptr || a.dry_run, &too_many);
     if (!found.is_ok()) return fail(found.status());
     states_of = std::move(found).value();
     if (!too_many.empty()) {
