@@ -389,9 +389,13 @@ int run_explore(const ExploreArgs& a) {
     for (const auto* t : todo) std::fprintf(stderr, " %s", t->name.c_str());
     std::fprintf(stderr, "\n");
     if (a.dry_run) {
-      std::cout << "dry run: " << reused.size() << " problems would be reused, " << todo.size() << " explored, "
-                << too_many.size() << " left out (more than --max-states states)\n";
-      for (const auto* t : todo) std::cout << "explore " << t->name << "\n";
+      // The GPU's work: each problem to explore with its programs (what the cost model's search reaches).
+      size_t programs = 0;
+      for (const auto* t : todo) programs += states_of[t].size();
+      std::cout << "dry run: " << reused.size() << " problems would be reused, " << todo.size() << " explored ("
+                << programs << " programs), " << too_many.size() << " left out (more than --max-states states)\n";
+      for (const auto* t : todo) std::cout << "explore " << t->name << " (" << states_of[t].size() << " programs)\n";
+      for (const auto& n : too_many) std::cout << "left out " << n << "\n";
       return kExitOk;
     }
     Status copied = copy_reused(reusable, join(a.reuse, ", "), *recorder);

@@ -139,7 +139,8 @@ def test_reuse_explores_again_only_the_problems_whose_programs_changed(tmp_path)
     new = tmp_path / "new.jsonl"
     r = explore("--record", str(new), "--reuse", str(old), "--dry-run")
     assert r.returncode == 0, r.stderr
-    assert "1 problems would be reused, 1 explored" in r.stdout and "explore 99_Matmul_GELU_Softmax" in r.stdout
+    assert "1 problems would be reused, 1 explored (4 programs)" in r.stdout
+    assert "explore 99_Matmul_GELU_Softmax (4 programs)" in r.stdout
     assert "explore 19_ReLU" not in r.stdout
     assert not new.exists() and not requests.exists()
 
