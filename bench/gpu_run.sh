@@ -16,7 +16,8 @@
 #                                         for `kforge train --replay` here (issue #5's GPU criterion); with
 #                                         EXPLORE_REUSE=bench/results/<old>.jsonl only the problems whose reachable
 #                                         programs changed since that log are measured, the others copied
-#                                         (issue #29; `kforge explore ... --reuse OLD --dry-run` lists them here)
+#                                         (issue #29; `kforge explore ... --reuse OLD --dry-run` lists them here;
+#                                         give EXPLORE_MAX_STATES=4096: the old log holds problems of 1430 states)
 #   bench/gpu_run.sh cuda-agent kernels   with PROFILE="level2/1_Conv2D_ReLU_BiasAdd ..." (and BENCH_EXTRA
 #                                         "--only ..." to build just those): per-kernel device times of
 #                                         candidate, eager and compile (bench/kernel_profile.py)

@@ -157,9 +157,11 @@ StatusOr<EvaluationLog> read_evaluation_logs(const std::vector<std::string>& pat
 
 std::string log_refresh_command(const std::string& log_path) {
   return "on a GPU machine, `kforge explore ../shared/kernelbench/level2 ../shared/kernelbench/level1 --device cuda "
-         "--no-compile --eager-once --max-states 20 --reuse " +
-         log_path + " --record NEW.jsonl` (bench/gpu_run.sh explore with EXPLORE_REUSE=" + log_path +
-         "): it copies the problems whose reachable programs are unchanged and measures only the others";
+         "--no-compile --eager-once --max-states 4096 --reuse " +
+         log_path + " --record NEW.jsonl` (EXPLORE_REUSE=" + log_path +
+         " EXPLORE_MAX_STATES=4096 bench/gpu_run.sh explore; the same command with --device cpu --dry-run lists the "
+         "problems it would measure): it copies the problems whose reachable programs are unchanged and measures "
+         "only the others";
 }
 
 Status check_log_action_space(const EvaluationLog& log, const std::string& use) {
