@@ -71,6 +71,14 @@ StatusOr<std::shared_ptr<const ActorCritic>> load_policy_network(const std::stri
   if (!same.is_ok()) {
     if (action_space_warning == nullptr) return same;
     *action_space_warning = same.message();
+    // Acting with it: each skill's weights follow its name, where the checkpoint says which slot was which.
+    auto unseen = remap_skill_slots(net);
+    if (unseen.is_ok()) {
+      std::string names;
+      for (const auto& n : *unseen) names += (names.empty() ? "" : ", ") + n;
+      *action_space_warning += " (its skill slots are remapped by name" +
+                               (names.empty() ? std::string() : "; no learned preference for " + names) + ")";
+    }
   }
   return std::make_shared<const ActorCritic>(std::move(net));
 }

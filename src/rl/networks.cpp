@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
+#include "agent/features.h"
 #include "base/json.h"
 #include "rl/torch_nets.h"
 
@@ -274,6 +276,41 @@ std::string checkpoint_refresh_command(const std::string& path) {
            path + "` (policies/README.md; the cost model, a minute on a CPU)";
   }
   return "`kforge train --out RUN ...` with this kforge, then use RUN/ppo.pt";
+}
+
+StatusOr<std::vector<std::string>> remap_skill_slots(ActorCritic& net) {
+  const agent::ActionSpaceVersion& now = agent::current_action_space();
+  if (!net.action_space) {
+    return invalid_argument(
+        "the checkpoint does not say which skill each slot stands for (written before "
+        "checkpoints carried their action space)");
+  }
+  const agent::ActionSpaceVersion& was = *net.action_space;
+  if (was.state_dim != now.state_dim || was.action_dim != now.action_dim || was.max_skills != now.max_skills ||
+      net.dims().state_dim != now.state_dim || net.dims().action_dim != now.action_dim) {
+    return invalid_argument("the checkpoint's feature sizes differ from this kforge's");
+  }
+  std::map<std::string, int64_t> slot_was;
+  for (size_t i = 0; i < was.skills.size(); ++i) slot_was[was.skills[i]] = static_cast<int64_t>(i);
+  std::vector<std::string> unseen;
+  torch::NoGradGuard no_grad;
+  torch::Tensor w = net.impl().actor->l1->weight;  // (hidden, state + action features)
+  const int64_t first = now.state_dim + agent::kActionSkill;
+  torch::Tensor before = w.narrow(1, first, now.max_skills).clone();
+  w.narrow(1, first, now.max_skills).zero_();
+  for (size_t j = 0; j < now.skills.size(); ++j) {
+    auto it = slot_was.find(now.skills[j]);
+    if (it == slot_was.end()) {
+      unseen.push_back(now.skills[j]);
+      continue;
+    }
+    w.select(1, first + static_cast<int64_t>(j)).copy_(before.select(1, it->second));
+  }
+  agent::ActionSpaceVersion remapped = was;
+  remapped.skills = now.skills;
+  remapped.fingerprint = agent::fingerprint_of(remapped);
+  net.action_space = std::move(remapped);
+  return unseen;
 }
 
 Status check_action_space(const ActorCritic& net, const std::string& path) {

@@ -73,4 +73,12 @@ std::string checkpoint_refresh_command(const std::string& path);
 // message names both versions (what changed) and the command that makes it again.
 Status check_action_space(const ActorCritic& net, const std::string& path);
 
+// Makes the actor read the skill slots of the action features (agent::kActionSkill) by skill name: the
+// first layer's column of each skill moves from its slot in the checkpoint's catalogue to its slot in this
+// kforge's, and a skill the checkpoint never saw gets a zero column (no learned preference). `net.action_space`
+// then lists today's skills. Returns the skills it never saw. Refused (invalid_argument) for a checkpoint
+// whose action space is unknown or whose feature sizes differ; the optimizer state is not moved (a remapped
+// network is for acting, not for resuming training).
+StatusOr<std::vector<std::string>> remap_skill_slots(ActorCritic& net);
+
 }  // namespace kforge::rl

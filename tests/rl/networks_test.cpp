@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -152,6 +153,55 @@ TEST(ActorCritic, CheckpointCarriesItsActionSpace) {
   EXPECT_NE(s.message().find("--preset ci"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("cp RUN/ppo.pt " + shipped), std::string::npos) << s.message();
   std::filesystem::remove_all(dir);
+}
+
+// Issue #29 item 3, first step: a checkpoint of another catalogue acts the same on each named skill once its
+// slots are remapped by name; a skill it never saw has no learned preference (a zero column).
+TEST(ActorCritic, RemapSkillSlotsFollowsTheNames) {
+  const auto& now = agent::current_action_space();
+  auto net = ActorCritic::create(NetworkDims{agent::kStateDim, agent::kActionDim, 8}, 5);
+  // Made with a catalogue in reverse order that lacked today's first skill.
+  agent::ActionSpaceVersion was = now;
+  was.skills.assign(now.skills.rbegin(), now.skills.rend() - 1);
+  was.fingerprint = agent::fingerprint_of(was);
+  net.action_space = was;
+  std::vector<float> state(agent::kStateDim, 0.1f);
+  auto action_of_slot = [](int slot) {
+    std::vector<float> a(agent::kActionDim, 0.0f);
+    if (slot >= 0) a[static_cast<size_t>(agent::kActionSkill + slot)] = 1.0f;
+    a[agent::kActionCostChange] = -0.5f;
+    return a;
+  };
+  auto score = [&](const ActorCritic& n, int slot) {
+    // Two actions: the skill's and a fixed reference, so the log-probability reads the skill's score.
+    return n.log_probs(state, {action_of_slot(slot), action_of_slot(-1)})[0];
+  };
+  std::vector<double> before;  // by the checkpoint's slots
+  for (size_t i = 0; i < was.skills.size(); ++i) before.push_back(score(net, static_cast<int>(i)));
+  const double no_skill = score(net, -1);
+
+  auto unseen = remap_skill_slots(net);
+  ASSERT_TRUE(unseen.is_ok()) << unseen.status().message();
+  EXPECT_EQ(*unseen, std::vector<std::string>{now.skills.front()});
+  EXPECT_EQ(net.action_space->skills, now.skills);
+  EXPECT_TRUE(check_action_space(net, "net.pt").is_ok());  // only the skills' order and set differed
+  for (size_t j = 0; j < now.skills.size(); ++j) {
+    const int slot = static_cast<int>(j);
+    if (j == 0) {
+      EXPECT_NEAR(score(net, slot), no_skill, 1e-6) << now.skills[j];
+      continue;
+    }
+    const size_t i =
+        static_cast<size_t>(std::find(was.skills.begin(), was.skills.end(), now.skills[j]) - was.skills.begin());
+    EXPECT_NEAR(score(net, slot), before[i], 1e-6) << now.skills[j];
+  }
+  // Unknown or other sizes: refused.
+  net.action_space.reset();
+  EXPECT_FALSE(remap_skill_slots(net).is_ok());
+  was.state_dim += 1;
+  was.fingerprint = agent::fingerprint_of(was);
+  net.action_space = was;
+  EXPECT_FALSE(remap_skill_slots(net).is_ok());
 }
 
 TEST(ActionSpace, FingerprintFollowsEveryListAndSize) {
