@@ -38,6 +38,10 @@ def main() -> int:
         return 1
     print("checking:", *files, sep="\n  ")
     r = subprocess.run([kforge, "catalogue", "--check", *files], cwd=root, capture_output=True, text=True)
+    if r.returncode == 2 and "needs libtorch" in r.stderr:  # a kforge without libtorch reads no checkpoint
+        print("this kforge was built without libtorch: the checkpoints are not checked here")
+        files = [f for f in files if not f.endswith(".pt")]
+        r = subprocess.run([kforge, "catalogue", "--check", *files], cwd=root, capture_output=True, text=True)
     print(r.stdout + r.stderr, end="")
     if r.returncode != 0:
         print("\nThe files above marked stale were made with another skill catalogue or action space: make them "
