@@ -13,7 +13,11 @@
 #                                         UPSTREAM_SHARD=K/N or UPSTREAM_ONLY=a,b to fit a call):
 #                                         tests/gpu/test_upstream_evaluator.py; needs .gpu/upstream
 #   bench/gpu_run.sh explore              every schedule the skills reach, measured and recorded (explore.jsonl)
-#                                         for `kforge train --replay` here (issue #5's GPU criterion)
+#                                         for `kforge train --replay` here (issue #5's GPU criterion); with
+#                                         EXPLORE_REUSE=bench/results/<old>.jsonl only the problems whose reachable
+#                                         programs changed since that log are measured, the others copied
+#                                         (issue #29; `kforge explore ... --reuse OLD --dry-run` lists them here;
+#                                         give EXPLORE_MAX_STATES=4096: the old log holds problems of 1430 states)
 #   bench/gpu_run.sh cuda-agent kernels   with PROFILE="level2/1_Conv2D_ReLU_BiasAdd ..." (and BENCH_EXTRA
 #                                         "--only ..." to build just those): per-kernel device times of
 #                                         candidate, eager and compile (bench/kernel_profile.py)
@@ -120,15 +124,20 @@ for part in "$@"; do
       # Every schedule the skills reach from each problem (exhaustive search), built, verified and timed
       # (candidate and eager), recorded for `kforge train --eval-tasks ... --replay` (issue #5's criterion).
       # EXPLORE_LEVELS (default "level2 level1"), EXPLORE_MAX_STATES (20), EXPLORE_LIMIT (400 s), EXPLORE_EXTRA;
-      # EXPLORE_FROM: a log of an earlier run (e.g. bench/results/...explore-gpu_*.jsonl) to continue (--resume).
+      # EXPLORE_FROM: a log of an earlier call of this catalogue (a killed or time-limited run) to continue (--resume).
+      # EXPLORE_REUSE: logs of another catalogue or commit (space-separated): a problem they finished whose every
+      # program reachable today they hold is copied from them (--reuse), the others are measured whole.
       dirs=(); for l in ${EXPLORE_LEVELS:-level2 level1}; do dirs+=(".gpu/kb/$l"); done
-      resume=()
-      if [ -n "${EXPLORE_FROM:-}" ]; then cp "$EXPLORE_FROM" "$OUT/explore.jsonl" && resume=(--resume); fi
+      earlier=()
+      if [ -n "${EXPLORE_FROM:-}" ]; then cp "$EXPLORE_FROM" "$OUT/explore.jsonl" && earlier=(--resume); fi
+      for log in ${EXPLORE_REUSE:-}; do earlier+=(--reuse "$log"); done
       timeout $((${EXPLORE_LIMIT:-400} + 120)) .gpu/kforge explore "${dirs[@]}" --device cuda --no-compile --eager-once \
         --max-states "${EXPLORE_MAX_STATES:-20}" --trials 10 --time-limit "${EXPLORE_LIMIT:-400}" \
-        --out /tmp/explore-candidates --record "$OUT/explore.jsonl" --db "$OUT/measurements.sqlite" --json "$OUT/explore.json" "${resume[@]}" ${EXPLORE_EXTRA:-} \
+        --out /tmp/explore-candidates --record "$OUT/explore.jsonl" --db "$OUT/measurements.sqlite" --json "$OUT/explore.json" "${earlier[@]}" ${EXPLORE_EXTRA:-} \
         > "$OUT/explore.txt" 2> "$OUT/explore.log"
       echo "explore: exit $?"; tail -4 "$OUT/explore.txt"; grep -c '"task_done"' "$OUT/explore.jsonl"
+      grep "problems reused from" "$OUT/explore.log" | cut -c1-300
+      .gpu/kforge catalogue --check "$OUT/explore.jsonl" 2>&1 | tail -2
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     optimize)
       # `kforge optimize --device cuda` live on OPTIMIZE_PROBLEMS (default: level2/99_Matmul_GELU_Softmax),

@@ -29,6 +29,12 @@ std::string state_hash(const Task& task, const schedule::Schedule& s) {
 
 }  // namespace
 
+OrderedJson evaluation_log_header() {
+  OrderedJson j;
+  j["action_space"] = action_space_to_json(current_action_space());
+  return j;
+}
+
 std::string evaluation_key(const Task& task, const schedule::Schedule& s) {
   return record_key(task.name, task.protocol, schedule::program_hash(task.graph, s));
 }
@@ -111,12 +117,20 @@ StatusOr<EvaluationLog> read_evaluation_logs(const std::vector<std::string>& pat
     if (!in) return not_found(path + " does not exist or cannot be read (make it with `kforge explore --record`)");
     std::string line;
     int n = 0;
+    EvaluationLogVersion version{path, std::nullopt};
     while (std::getline(in, line)) {
       ++n;
       if (line.empty()) continue;
       const std::string where = path + ":" + std::to_string(n);
       KF_ASSIGN_OR_RETURN(Json j, parse_json(line, where));
       try {
+        if (j.contains("action_space")) {
+          auto v = action_space_from_json(j["action_space"]);
+          if (!v.is_ok()) return invalid_argument(where + ": " + v.status().message());
+          // A log resumed by another kforge would carry two headers; the last one names what it lacks least.
+          version.action_space = std::move(v.value());
+          continue;
+        }
         if (j.contains("task_done")) {
           log.tasks_done.push_back(j);
           continue;
@@ -134,10 +148,65 @@ StatusOr<EvaluationLog> read_evaluation_logs(const std::vector<std::string>& pat
         return invalid_argument(where + ": not an evaluation record (" + ex.what() + ")");
       }
     }
+    log.versions.push_back(std::move(version));
   }
   log.measured = all_measured && !log.evaluations.empty();
   log.devices.assign(devices.begin(), devices.end());
   return log;
+}
+
+std::string log_refresh_command(const std::string& log_path) {
+  return "on a GPU machine, `kforge explore ../shared/kernelbench/level2 ../shared/kernelbench/level1 --device cuda "
+         "--no-compile --eager-once --max-states 4096 --reuse " +
+         log_path + " --record NEW.jsonl` (EXPLORE_REUSE=" + log_path +
+         " EXPLORE_MAX_STATES=4096 bench/gpu_run.sh explore; the same command with --device cpu --dry-run lists the "
+         "problems it would measure): it copies the problems whose reachable programs are unchanged and measures "
+         "only the others";
+}
+
+Status check_log_action_space(const EvaluationLog& log, const std::string& use) {
+  std::string problems;
+  for (const auto& v : log.versions) {
+    if (v.action_space && v.action_space->fingerprint == action_space_fingerprint()) continue;
+    problems += "\n  " + v.path + ": " + action_space_difference(v.action_space) +
+                "; it may lack schedules today's skills reach. Refresh it " + log_refresh_command(v.path);
+  }
+  if (problems.empty()) return Status::ok();
+  return invalid_argument(use + ": a log explored with another skill catalogue or action space:" + problems);
+}
+
+std::string task_records_key(const std::string& task, const std::string& protocol) {
+  return task + "|" + protocol;
+}
+
+StatusOr<std::map<std::string, TaskRecords>> read_task_records(const std::vector<std::string>& paths) {
+  std::map<std::string, TaskRecords> out;
+  for (const auto& path : paths) {
+    std::ifstream in(path);
+    if (!in) return not_found(path + " does not exist or cannot be read");
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.empty()) continue;
+      const std::string where = path + ":" + std::to_string(n);
+      KF_ASSIGN_OR_RETURN(Json j, parse_json(line, where));
+      try {
+        if (j.contains("action_space")) continue;
+        if (j.contains("task_done")) {
+          auto& r = out[task_records_key(j["task_done"].get<std::string>(), j.value("protocol", ""))];
+          r.done_line = line;
+          r.capped = j.value("capped", false);
+          continue;
+        }
+        auto& r = out[task_records_key(j.at("task").get<std::string>(), j.at("protocol").get<std::string>())];
+        r.lines_by_program[schedule::program_hash_of_json(j.at("schedule"))] = line;
+      } catch (const Json::exception& ex) {
+        return invalid_argument(where + ": not an evaluation record (" + ex.what() + ")");
+      }
+    }
+  }
+  return out;
 }
 
 std::string ReplayEvaluator::name() const {
@@ -147,9 +216,12 @@ std::string ReplayEvaluator::name() const {
 StatusOr<Evaluation> ReplayEvaluator::evaluate(const Task& task, const schedule::Schedule& s) {
   auto it = log_.evaluations.find(evaluation_key(task, s));
   if (it == log_.evaluations.end()) {
-    return not_found("task '" + task.name + "' (" + task.protocol + "): a schedule not in " + source_ +
-                     " (applied: " + std::to_string(s.applied.size()) +
-                     " skills); record every reachable schedule with `kforge explore --record` first");
+    return not_found(
+        "task '" + task.name + "' (" + task.protocol + "): a schedule not in " + source_ +
+        " (applied: " + std::to_string(s.applied.size()) +
+        " skills); record every reachable schedule with `kforge explore --record` first (a log explored with "
+        "another skill catalogue lacks them: refresh it " +
+        log_refresh_command(source_) + ")");
   }
   return it->second;
 }

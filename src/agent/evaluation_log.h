@@ -4,6 +4,8 @@
 //   RecordingEvaluator  wraps an evaluator (the GPU harness, or the cost model) and appends each of its
 //                       evaluations to a file: {"task", "protocol", "state", "program", "schedule",
 //                       "result", "reward"}
+//   header line         the first line of a log that explore starts: {"action_space": {...}} (action_space.h),
+//                       the version of the skill catalogue and action space the log was explored with
 //   ReplayEvaluator     answers from such files: the recorded result of the same task, protocol and
 //                       program (schedule::program_hash: the states that build the same kernels share
 //                       it), and an error for a program never recorded
@@ -20,10 +22,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "agent/action_space.h"
 #include "agent/env.h"
 #include "base/json.h"
 #include "base/status.h"
@@ -78,8 +82,18 @@ class CachedEvaluator : public Evaluator {
   std::set<std::string> states_;            // state hashes asked about
 };
 
+// The header line of a log: this kforge's action space ({"action_space": {...}}).
+OrderedJson evaluation_log_header();
+
+// The action space one log file was explored with; nullopt for a log written before logs carried it.
+struct EvaluationLogVersion {
+  std::string path;
+  std::optional<ActionSpaceVersion> action_space;
+};
+
 struct EvaluationLog {
   std::map<std::string, Evaluation> evaluations;  // by evaluation_key
+  std::vector<EvaluationLogVersion> versions;     // one per file read, in the order given
   std::vector<Json> tasks_done;                   // the {"task_done": ...} lines, in file order
   bool measured = false;                          // every evaluation came from a GPU
   std::vector<std::string> devices;               // the devices named in the results, sorted, distinct
@@ -88,6 +102,27 @@ struct EvaluationLog {
 // Reads one or more logs; a later line for the same key replaces an earlier one (a re-measurement).
 // A malformed line is an error naming the file and line.
 StatusOr<EvaluationLog> read_evaluation_logs(const std::vector<std::string>& paths);
+
+// The command that refreshes an explore log for this kforge's catalogue on a GPU machine, re-exploring only
+// the problems whose reachable programs changed (`kforge explore --reuse`).
+std::string log_refresh_command(const std::string& log_path);
+
+// Ok when every file of `log` was explored with this kforge's action space; otherwise an
+// invalid_argument error that names each other file's version and today's (what changed) and the
+// command that refreshes it. `use` says what the log was given for ("--replay").
+Status check_log_action_space(const EvaluationLog& log, const std::string& use);
+
+// One task's lines of a log, for `kforge explore --reuse`: its evaluation lines (the text as written) by
+// program (schedule::program_hash), and its {"task_done"} line when the log finished it.
+struct TaskRecords {
+  std::map<std::string, std::string> lines_by_program;
+  std::string done_line;  // empty when the log did not finish the task
+  bool capped = false;    // the task_done line says the search was capped (not exhaustive)
+};
+// The key of TaskRecords: "task|protocol".
+std::string task_records_key(const std::string& task, const std::string& protocol);
+// Every task of the logs; a later line for the same program replaces an earlier one.
+StatusOr<std::map<std::string, TaskRecords>> read_task_records(const std::vector<std::string>& paths);
 
 class ReplayEvaluator : public Evaluator {
  public:

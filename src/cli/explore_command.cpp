@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/action_space.h"
 #include "agent/evaluation_log.h"
 #include "agent/evaluator_factory.h"
 #include "agent/policy.h"
@@ -64,6 +65,13 @@ CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a) {
                 "append to an existing log: skip the problems it has finished, and answer the states it holds from "
                 "it (a problem stopped midway is not measured again)");
   cmd->add_flag("--force", a.force, "discard an existing log and start again");
+  cmd->add_flag("--dry-run", a.dry_run,
+                "with --reuse: list the problems that would be explored (their reachable programs changed) and "
+                "write nothing");
+  cmd->add_option("--reuse", a.reuse,
+                  "earlier logs (e.g. explored with another skill catalogue): a problem they finished whose every "
+                  "program reachable today they hold is copied from them into --record, not measured again; only "
+                  "the problems whose reachable programs changed are explored");
   return cmd;
 }
 
@@ -123,6 +131,12 @@ class ResumingEvaluator : public agent::Evaluator {
   bool expired_ = false;
 };
 
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& x : items) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
 std::string stem_of(const std::string& task_name) {
   auto slash = task_name.rfind('/');
   return slash == std::string::npos ? task_name : task_name.substr(slash + 1);
@@ -159,6 +173,84 @@ StatusOr<OrderedJson> explore_task(const agent::Task& task, std::shared_ptr<agen
   return j;
 }
 
+using StatesOf = std::map<const agent::Task*, std::vector<std::pair<const agent::Task*, schedule::Schedule>>>;
+
+// The programs exhaustive search reaches from each task of `todo` today, found with the cost model (one
+// entry per distinct program). A capped search is left out of the map; with `drop_capped` its task also
+// leaves `todo` and is named in `capped`.
+StatusOr<StatesOf> find_states(std::vector<const agent::Task*>* todo, int max_states, bool drop_capped,
+                               std::vector<std::string>* capped) {
+  StatesOf states_of;
+  std::vector<const agent::Task*> kept;
+  for (const auto* t : *todo) {
+    auto collector = std::make_shared<CollectingEvaluator>(*agent::make_evaluator("cpu", {}), *todo);
+    KF_ASSIGN_OR_RETURN(OrderedJson r, explore_task(*t, collector, max_states));
+    if (!r["capped"].get<bool>()) {
+      states_of[t] = std::move(collector->seen);
+    } else if (drop_capped) {
+      capped->push_back(t->name);
+      continue;
+    }
+    kept.push_back(t);
+  }
+  *todo = std::move(kept);
+  return states_of;
+}
+
+// A task --reuse copies: the earlier logs finished it (not capped) and hold every program it reaches today.
+struct Reusable {
+  const agent::Task* task;
+  const agent::TaskRecords* records;
+  std::vector<std::string> programs;  // today's, in the order the search reached them
+};
+
+// Moves the tasks of `todo` that `records` cover (reusable_tasks) out of it.
+std::vector<Reusable> take_reusable(const std::map<std::string, agent::TaskRecords>& records, const StatesOf& states_of,
+                                    std::vector<const agent::Task*>* todo) {
+  std::vector<Reusable> reusable;
+  std::vector<const agent::Task*> left;
+  for (const auto* t : *todo) {
+    auto states = states_of.find(t);
+    auto rec = records.find(agent::task_records_key(t->name, t->protocol));
+    bool covered =
+        states != states_of.end() && rec != records.end() && !rec->second.done_line.empty() && !rec->second.capped;
+    Reusable r{t, covered ? &rec->second : nullptr, {}};
+    if (covered) {
+      std::set<std::string> seen;
+      for (const auto& [task, s] : states->second) {
+        std::string p = schedule::program_hash(task->graph, s);
+        if (!rec->second.lines_by_program.count(p)) {
+          covered = false;
+          break;
+        }
+        if (seen.insert(p).second) r.programs.push_back(std::move(p));
+      }
+    }
+    if (covered) {
+      reusable.push_back(std::move(r));
+    } else {
+      left.push_back(t);
+    }
+  }
+  *todo = std::move(left);
+  return reusable;
+}
+
+// Copies each reusable task's lines (today's programs) and its task_done line, marked "reused_from".
+Status copy_reused(const std::vector<Reusable>& reusable, const std::string& from,
+                   agent::RecordingEvaluator& recorder) {
+  for (const auto& r : reusable) {
+    for (const auto& p : r.programs) {
+      KF_RETURN_IF_ERROR(recorder.append(OrderedJson::parse(r.records->lines_by_program.at(p))));
+    }
+    OrderedJson done = OrderedJson::parse(r.records->done_line);
+    done["programs"] = static_cast<int>(r.programs.size());
+    done["reused_from"] = from;
+    KF_RETURN_IF_ERROR(recorder.append(done));
+  }
+  return Status::ok();
+}
+
 int fail(const Status& s) {
   return report_error(s, "explore");
 }
@@ -169,11 +261,17 @@ int run_explore(const ExploreArgs& a) {
   auto start = std::chrono::steady_clock::now();
   const fs::path record(a.record);
   std::error_code ec;
-  if (fs::exists(record, ec) && !a.resume && !a.force) {
+  if (fs::exists(record, ec) && !a.resume && !a.force && !a.dry_run) {
     return fail(invalid_argument(a.record +
                                  " exists: --resume adds the problems it has not finished, --force starts it again"));
   }
   if (a.resume && a.force) return fail(invalid_argument("--resume and --force contradict each other: choose one"));
+  for (const auto& r : a.reuse) {
+    if (fs::exists(r, ec) && fs::exists(record, ec) && fs::equivalent(r, record, ec)) {
+      return fail(invalid_argument("--reuse " + r + " is the --record log: record into a new file"));
+    }
+    if (!fs::exists(r, ec)) return fail(not_found("--reuse " + r + " does not exist"));
+  }
   for (const auto& p : a.tasks) {
     if (!fs::exists(p, ec)) return fail(not_found(p + " does not exist: give suite directories or problem files"));
   }
@@ -197,15 +295,29 @@ int run_explore(const ExploreArgs& a) {
   }
   std::set<std::string> finished;
   std::map<std::string, agent::Evaluation> recorded;  // the log's evaluations, for a problem begun before
-  if (a.resume && fs::exists(record, ec)) {
+  if (a.dry_run && a.reuse.empty()) {
+    return fail(invalid_argument("--dry-run says which problems --reuse would leave to explore: give --reuse LOG"));
+  }
+  bool starts_log = a.force || !fs::exists(record, ec);
+  if (a.resume && fs::exists(record, ec) && !a.dry_run) {
     auto log = agent::read_evaluation_logs({a.record});
     if (!log.is_ok()) return fail(log.status().with_context("--resume"));
+    // A log goes on with the catalogue it began with: another one reaches other programs.
+    const auto& version = log->versions.front().action_space;
+    const bool empty = log->evaluations.empty() && log->tasks_done.empty();
+    if (!empty && (!version || version->fingerprint != agent::action_space_fingerprint())) {
+      return fail(invalid_argument("--resume " + a.record + ": " + agent::action_space_difference(version) +
+                                   "; a log goes on only with the catalogue it began with: record a new log that "
+                                   "reuses it instead (--reuse " +
+                                   a.record + " --record NEW.jsonl)"));
+    }
     for (const auto& d : log->tasks_done) {
       if (d.value("protocol", "") == a.protocol) finished.insert(d["task_done"].get<std::string>());
     }
     recorded = std::move(log->evaluations);
+    starts_log = empty && !version;
   }
-  if (a.force) fs::remove(record, ec);
+  if (a.force && !a.dry_run) fs::remove(record, ec);
 
   const fs::path work = a.out.empty() ? fs::path(a.record + ".candidates") : fs::path(a.out);
   agent::HarnessEvaluatorOptions gpu{
@@ -220,13 +332,22 @@ int run_explore(const ExploreArgs& a) {
   if (const char* c = std::getenv("KFORGE_COMMIT"); c && *c) gpu.commit = c;
   auto evaluator = agent::make_evaluator(a.device, gpu);
   if (!evaluator.is_ok()) return fail(evaluator.status());
-  auto recorder = agent::RecordingEvaluator::open(*evaluator, record);
-  if (!recorder.is_ok()) return fail(recorder.status());
+  std::shared_ptr<agent::RecordingEvaluator> recorder;  // none in a dry run: nothing is written
+  if (!a.dry_run) {
+    auto opened = agent::RecordingEvaluator::open(*evaluator, record);
+    if (!opened.is_ok()) return fail(opened.status());
+    recorder = std::move(opened).value();
+    if (starts_log) {
+      Status st = recorder->append(agent::evaluation_log_header());
+      if (!st.is_ok()) return fail(st);
+    }
+  }
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (a.time_limit > 0)
     deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(a.time_limit));
-  auto resuming = std::make_shared<ResumingEvaluator>(*recorder, std::move(recorded), deadline);
+  auto resuming = std::make_shared<ResumingEvaluator>(
+      recorder ? std::shared_ptr<agent::Evaluator>(recorder) : *evaluator, std::move(recorded), deadline);
   std::fprintf(stderr, "kforge explore: %zu problems (%zu finished before), judged by the %s, at most %d states each\n",
                tasks.size(), finished.size(), (*evaluator)->name().c_str(), a.max_states);
 
@@ -241,21 +362,12 @@ int run_explore(const ExploreArgs& a) {
   // the states the other policies reach).
   auto* harness = dynamic_cast<agent::HarnessEvaluator*>(evaluator->get());
   std::vector<std::string> too_many;
-  std::map<const agent::Task*, std::vector<std::pair<const agent::Task*, schedule::Schedule>>> states_of;
-  if (harness != nullptr && !todo.empty()) {
-    std::vector<const agent::Task*> kept;
-    for (const auto* t : todo) {
-      auto collector = std::make_shared<CollectingEvaluator>(*agent::make_evaluator("cpu", {}), todo);
-      auto r = explore_task(*t, collector, a.max_states);
-      if (!r.is_ok()) return fail(r.status());
-      if ((*r)["capped"].get<bool>()) {
-        too_many.push_back(t->name);
-      } else {
-        kept.push_back(t);
-        states_of[t] = std::move(collector->seen);
-      }
-    }
-    todo = std::move(kept);
+  StatesOf states_of;
+  if ((harness != nullptr || !a.reuse.empty()) && !todo.empty()) {
+    // A capped search is left out on the GPU (and so in a dry run, which says what the GPU would do).
+    auto found = find_states(&todo, a.max_states, /*drop_capped=*/harness != nullptr || a.dry_run, &too_many);
+    if (!found.is_ok()) return fail(found.status());
+    states_of = std::move(found).value();
     if (!too_many.empty()) {
       std::fprintf(stderr,
                    "kforge explore: %zu problems left out, more than %d states (raise --max-states):", too_many.size(),
@@ -263,6 +375,31 @@ int run_explore(const ExploreArgs& a) {
       for (const auto& n : too_many) std::fprintf(stderr, " %s", n.c_str());
       std::fprintf(stderr, "\n");
     }
+  }
+  // --reuse: a problem whose reachable programs today are all in the earlier logs, finished there, is copied.
+  std::vector<std::string> reused;
+  if (!a.reuse.empty()) {
+    auto records = agent::read_task_records(a.reuse);
+    if (!records.is_ok()) return fail(records.status().with_context("--reuse"));
+    const auto reusable = take_reusable(*records, states_of, &todo);
+    for (const auto& r : reusable) reused.push_back(r.task->name);
+    std::fprintf(stderr,
+                 "kforge explore: %zu problems reused from %s (their reachable programs unchanged), %zu to explore:",
+                 reused.size(), join(a.reuse, ", ").c_str(), todo.size());
+    for (const auto* t : todo) std::fprintf(stderr, " %s", t->name.c_str());
+    std::fprintf(stderr, "\n");
+    if (a.dry_run) {
+      // The GPU's work: each problem to explore with its programs (what the cost model's search reaches).
+      size_t programs = 0;
+      for (const auto* t : todo) programs += states_of[t].size();
+      std::cout << "dry run: " << reused.size() << " problems would be reused, " << todo.size() << " explored ("
+                << programs << " programs), " << too_many.size() << " left out (more than --max-states states)\n";
+      for (const auto* t : todo) std::cout << "explore " << t->name << " (" << states_of[t].size() << " programs)\n";
+      for (const auto& n : too_many) std::cout << "left out " << n << "\n";
+      return kExitOk;
+    }
+    Status copied = copy_reused(reusable, join(a.reuse, ", "), *recorder);
+    if (!copied.is_ok()) return fail(copied);
   }
   const int threads = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   constexpr size_t kBatch = 8;  // problems built together before they are measured
@@ -326,7 +463,7 @@ int run_explore(const ExploreArgs& a) {
       break;
     }
     if (!r.is_ok()) return fail(r.status());
-    Status st = (*recorder)->append(*r);
+    Status st = recorder->append(*r);
     if (!st.is_ok()) return fail(st);
     const OrderedJson& j = *r;
     auto num = [&](const char* k) {
@@ -347,6 +484,7 @@ int run_explore(const ExploreArgs& a) {
   std::cout << "recorded " << summary.size() << " problems in " << a.record << " (" << (*evaluator)->name() << ")";
   if (left > 0) std::cout << "; " << left << " not reached before --time-limit: run again with --resume";
   if (!too_many.empty()) std::cout << "; " << too_many.size() << " left out with more than --max-states states";
+  if (!a.reuse.empty()) std::cout << "; " << reused.size() << " reused unchanged from " << join(a.reuse, ", ");
   std::cout << "\n";
   if (!a.json_out.empty()) {
     OrderedJson doc;
@@ -357,6 +495,8 @@ int run_explore(const ExploreArgs& a) {
     doc["problems"] = summary;
     doc["not_reached"] = left;
     doc["left_out_over_max_states"] = too_many;
+    doc["reused"] = reused;
+    doc["action_space"] = agent::action_space_fingerprint();
     Status w = write_file(a.json_out, doc.dump(2) + "\n");
     if (!w.is_ok()) return fail(w);
   }

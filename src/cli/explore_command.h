@@ -30,6 +30,10 @@ struct ExploreArgs {
   bool eager_once = false;  // time eager once per problem and reuse it for the problem's other states
   bool resume = false;      // keep the log; skip the tasks it has finished
   bool force = false;       // start the log again
+  // Logs of an earlier exploration (another catalogue, another commit): a problem whose every reachable
+  // program today is in them, finished there, is copied from them instead of explored again.
+  std::vector<std::string> reuse;
+  bool dry_run = false;  // with reuse: say which problems would be explored, write nothing
 };
 
 CLI::App* add_explore_subcommand(CLI::App& app, ExploreArgs& a);

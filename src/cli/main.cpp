@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/agent_command.h"
+#include "cli/catalogue_command.h"
 #include "cli/commands.h"
 #include "cli/costmodel_command.h"
 #include "cli/env_command.h"
@@ -173,6 +174,9 @@ int main(int argc, char** argv) {
   ServeArgs serve_args;
   auto* serve = add_serve_subcommand(app, serve_args);
 
+  CatalogueArgs catalogue_args;
+  auto* catalogue = add_catalogue_subcommand(app, catalogue_args);
+
   SelftestArgs selftest_args;
   auto* selftest = app.add_subcommand("selftest", "kforge's own checks against adversarial fixtures");
   auto* threats = selftest->add_subcommand("threats", "every threat fixture against the check meant to catch it");
@@ -240,6 +244,7 @@ int main(int argc, char** argv) {
     serve_args.rest = serve->remaining();
     return run_serve(serve_args);
   }
+  if (*catalogue) return run_catalogue(catalogue_args);
   if (*threats) return run_selftest(selftest_args);
   if (*ingest) return run_costmodel_ingest(ingest_args);
   if (*fit) return run_costmodel_fit(fit_args);

@@ -156,7 +156,9 @@ StatusOr<AgentPlan> plan_with_agent(const ir::Graph& g, const Protocol& protocol
   KF_ASSIGN_OR_RETURN(const std::string checkpoint, learned_checkpoint(options));
   if (!checkpoint.empty()) {
 #ifdef KFORGE_HAVE_RL
-    KF_ASSIGN_OR_RETURN(policy, rl::make_learned_policy(checkpoint));
+    std::string other_action_space;  // a checkpoint of the same shapes made with another catalogue: said, then used
+    KF_ASSIGN_OR_RETURN(policy, rl::make_learned_policy(checkpoint, &other_action_space));
+    if (!other_action_space.empty()) std::fprintf(stderr, "kforge: warning: %s\n", other_action_space.c_str());
 #endif
   } else {
     KF_ASSIGN_OR_RETURN(policy, policy_named(options.policy.empty() ? "heuristic" : options.policy));

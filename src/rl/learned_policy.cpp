@@ -58,14 +58,34 @@ std::unique_ptr<agent::Policy> make_learned_policy(std::shared_ptr<const ActorCr
   return std::make_unique<LearnedPolicy>(std::move(net), choice, schedule_log);
 }
 
-StatusOr<std::shared_ptr<const ActorCritic>> load_policy_network(const std::string& checkpoint_path) {
+StatusOr<std::shared_ptr<const ActorCritic>> load_policy_network(const std::string& checkpoint_path,
+                                                                 std::string* action_space_warning) {
   KF_ASSIGN_OR_RETURN(ActorCritic net, ActorCritic::load(checkpoint_path));
-  KF_RETURN_IF_ERROR(check_dims(net.dims(), agent::kStateDim, agent::kActionDim).with_context(checkpoint_path));
+  Status dims = check_dims(net.dims(), agent::kStateDim, agent::kActionDim);
+  if (!dims.is_ok()) {
+    return invalid_argument(checkpoint_path + ": " + dims.message() + "; it was " +
+                            agent::action_space_difference(net.action_space) +
+                            ". Make it again: " + checkpoint_refresh_command(checkpoint_path));
+  }
+  Status same = check_action_space(net, checkpoint_path);
+  if (!same.is_ok()) {
+    if (action_space_warning == nullptr) return same;
+    *action_space_warning = same.message();
+    // Acting with it: each skill's weights follow its name, where the checkpoint says which slot was which.
+    auto unseen = remap_skill_slots(net);
+    if (unseen.is_ok()) {
+      std::string names;
+      for (const auto& n : *unseen) names += (names.empty() ? "" : ", ") + n;
+      *action_space_warning += " (its skill slots are remapped by name" +
+                               (names.empty() ? std::string() : "; no learned preference for " + names) + ")";
+    }
+  }
   return std::make_shared<const ActorCritic>(std::move(net));
 }
 
-StatusOr<std::unique_ptr<agent::Policy>> make_learned_policy(const std::string& checkpoint_path) {
-  KF_ASSIGN_OR_RETURN(auto net, load_policy_network(checkpoint_path));
+StatusOr<std::unique_ptr<agent::Policy>> make_learned_policy(const std::string& checkpoint_path,
+                                                             std::string* action_space_warning) {
+  KF_ASSIGN_OR_RETURN(auto net, load_policy_network(checkpoint_path, action_space_warning));
   return make_learned_policy(std::move(net), ActionChoice::kGreedy);
 }
 

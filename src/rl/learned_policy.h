@@ -20,11 +20,16 @@ std::unique_ptr<agent::Policy> make_learned_policy(std::shared_ptr<const ActorCr
                                                    std::vector<std::string>* schedule_log = nullptr);
 
 // The networks of a checkpoint written by `kforge train`; a missing or damaged file, or networks of
-// other feature dims than this kforge's, is an error that says so.
-StatusOr<std::shared_ptr<const ActorCritic>> load_policy_network(const std::string& checkpoint_path);
+// other feature dims than this kforge's, is an error that says so (with the action spaces and the
+// command that makes it again). A checkpoint of the same dims made with another action space (or one
+// that does not say) is an error too, unless `action_space_warning` is given: it then receives the
+// message and the networks load.
+StatusOr<std::shared_ptr<const ActorCritic>> load_policy_network(const std::string& checkpoint_path,
+                                                                 std::string* action_space_warning = nullptr);
 
 // Greedy policy from such a checkpoint.
-StatusOr<std::unique_ptr<agent::Policy>> make_learned_policy(const std::string& checkpoint_path);
+StatusOr<std::unique_ptr<agent::Policy>> make_learned_policy(const std::string& checkpoint_path,
+                                                             std::string* action_space_warning = nullptr);
 
 // A fingerprint of the schedule (a hash of its JSON).
 std::string schedule_fingerprint(const ir::Graph& g, const schedule::Schedule& s);

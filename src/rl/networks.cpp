@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
+#include "agent/features.h"
+#include "base/json.h"
 #include "rl/torch_nets.h"
 
 namespace kforge::rl {
@@ -103,6 +106,7 @@ ActorCritic ActorCritic::create(const NetworkDims& dims, uint64_t seed, double a
   torch::manual_seed(seed);
   ActorCritic ac(make_impl(dims, actor_lr, critic_lr));
   ac.counters.stage = "init";
+  ac.action_space = agent::current_action_space();
   return ac;
 }
 
@@ -177,6 +181,10 @@ Status ActorCritic::save(const std::string& path) const {
     archive.write("iteration", torch::tensor(static_cast<int64_t>(counters.iteration)));
     std::vector<int64_t> stage(counters.stage.begin(), counters.stage.end());
     archive.write("stage", torch::tensor(stage.empty() ? std::vector<int64_t>{0} : stage));
+    if (action_space) {
+      const std::string text = agent::action_space_to_json(*action_space).dump();
+      archive.write("action_space", torch::tensor(std::vector<int64_t>(text.begin(), text.end())));
+    }
     torch::serialize::OutputArchive actor, critic, actor_opt, critic_opt;
     impl_->actor->save(actor);
     impl_->critic->save(critic);
@@ -226,6 +234,17 @@ StatusOr<ActorCritic> ActorCritic::load(const std::string& path) {
       int64_t c = stage_t[i].item<int64_t>();
       if (c != 0) ac.counters.stage.push_back(static_cast<char>(c));
     }
+    torch::Tensor action_space_t;
+    if (archive.try_read("action_space", action_space_t)) {
+      std::string text;
+      for (int64_t i = 0; i < action_space_t.numel(); ++i)
+        text.push_back(static_cast<char>(action_space_t[i].item<int64_t>()));
+      auto j = parse_json(text, path + " (its action space)");
+      if (!j.is_ok()) return j.status();
+      auto v = agent::action_space_from_json(*j);
+      if (!v.is_ok()) return invalid_argument(path + ": " + v.status().message());
+      ac.action_space = std::move(v).value();
+    }
     torch::serialize::InputArchive actor, critic, actor_opt, critic_opt;
     archive.read("actor", actor);
     archive.read("critic", critic);
@@ -247,6 +266,58 @@ Status check_dims(const NetworkDims& dims, int state_dim, int action_dim) {
                           std::to_string(dims.action_dim) + " action features, but the environment gives " +
                           std::to_string(state_dim) + " and " + std::to_string(action_dim) +
                           " (features changed since it was trained: train again)");
+}
+
+std::string checkpoint_refresh_command(const std::string& path) {
+  const std::string shipped = "policies/learned-ci.pt";
+  if (path.size() >= shipped.size() && path.compare(path.size() - shipped.size(), shipped.size(), shipped) == 0) {
+    return "`kforge train --preset ci --out RUN --eval-tasks ../shared/kernelbench/level1 ../shared/kernelbench/level2"
+           " && cp RUN/ppo.pt " +
+           path + "` (policies/README.md; the cost model, a minute on a CPU)";
+  }
+  return "`kforge train --out RUN ...` with this kforge, then use RUN/ppo.pt";
+}
+
+StatusOr<std::vector<std::string>> remap_skill_slots(ActorCritic& net) {
+  const agent::ActionSpaceVersion& now = agent::current_action_space();
+  if (!net.action_space) {
+    return invalid_argument(
+        "the checkpoint does not say which skill each slot stands for (written before "
+        "checkpoints carried their action space)");
+  }
+  const agent::ActionSpaceVersion& was = *net.action_space;
+  if (was.state_dim != now.state_dim || was.action_dim != now.action_dim || was.max_skills != now.max_skills ||
+      net.dims().state_dim != now.state_dim || net.dims().action_dim != now.action_dim) {
+    return invalid_argument("the checkpoint's feature sizes differ from this kforge's");
+  }
+  std::map<std::string, int64_t> slot_was;
+  for (size_t i = 0; i < was.skills.size(); ++i) slot_was[was.skills[i]] = static_cast<int64_t>(i);
+  std::vector<std::string> unseen;
+  torch::NoGradGuard no_grad;
+  torch::Tensor w = net.impl().actor->l1->weight;  // (hidden, state + action features)
+  const int64_t first = now.state_dim + agent::kActionSkill;
+  torch::Tensor before = w.narrow(1, first, now.max_skills).clone();
+  w.narrow(1, first, now.max_skills).zero_();
+  for (size_t j = 0; j < now.skills.size(); ++j) {
+    auto it = slot_was.find(now.skills[j]);
+    if (it == slot_was.end()) {
+      unseen.push_back(now.skills[j]);
+      continue;
+    }
+    w.select(1, first + static_cast<int64_t>(j)).copy_(before.select(1, it->second));
+  }
+  agent::ActionSpaceVersion remapped = was;
+  remapped.skills = now.skills;
+  remapped.fingerprint = agent::fingerprint_of(remapped);
+  net.action_space = std::move(remapped);
+  return unseen;
+}
+
+Status check_action_space(const ActorCritic& net, const std::string& path) {
+  if (net.action_space && net.action_space->fingerprint == agent::action_space_fingerprint()) return Status::ok();
+  return invalid_argument(
+      path + ": a policy " + agent::action_space_difference(net.action_space) +
+      "; its action slots may stand for other skills. Make it again: " + checkpoint_refresh_command(path));
 }
 
 }  // namespace kforge::rl

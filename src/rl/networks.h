@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/action_space.h"
 #include "base/status.h"
 #include "rl/trajectory.h"
 
@@ -39,6 +41,9 @@ class ActorCritic {
 
   const NetworkDims& dims() const;
   TrainingCounters counters;
+  // The action space the networks were made with (agent/action_space.h): this kforge's for fresh weights,
+  // the file's for a loaded checkpoint (nullopt: a checkpoint written before checkpoints carried it).
+  std::optional<agent::ActionSpaceVersion> action_space;
 
   // log pi(a | s) of each of `actions` (A, F) in state `state` (S).
   std::vector<double> log_probs(const std::vector<float>& state, const std::vector<std::vector<float>>& actions) const;
@@ -59,5 +64,21 @@ class ActorCritic {
 
 // Checks that observations with these feature lengths fit the networks; the message says what differs.
 Status check_dims(const NetworkDims& dims, int state_dim, int action_dim);
+
+// The command that makes the checkpoint at `path` again for this kforge (the shipped policy's recipe for
+// policies/learned-ci.pt, else `kforge train`).
+std::string checkpoint_refresh_command(const std::string& path);
+
+// Checks that `net` (read from `path`) was made with this kforge's action space and feature sizes; the
+// message names both versions (what changed) and the command that makes it again.
+Status check_action_space(const ActorCritic& net, const std::string& path);
+
+// Makes the actor read the skill slots of the action features (agent::kActionSkill) by skill name: the
+// first layer's column of each skill moves from its slot in the checkpoint's catalogue to its slot in this
+// kforge's, and a skill the checkpoint never saw gets a zero column (no learned preference). `net.action_space`
+// then lists today's skills. Returns the skills it never saw. Refused (invalid_argument) for a checkpoint
+// whose action space is unknown or whose feature sizes differ; the optimizer state is not moved (a remapped
+// network is for acting, not for resuming training).
+StatusOr<std::vector<std::string>> remap_skill_slots(ActorCritic& net);
 
 }  // namespace kforge::rl

@@ -107,6 +107,7 @@ StatusOr<Start> start_from(const StageContext& c, const std::string& stage, cons
   if (fs::exists(own)) {
     KF_ASSIGN_OR_RETURN(ActorCritic net, ActorCritic::load(own.string()));
     KF_RETURN_IF_ERROR(check_dims(net.dims(), agent::kStateDim, agent::kActionDim));
+    KF_RETURN_IF_ERROR(check_action_space(net, own.string()));
     int it = net.counters.iteration;
     KF_RETURN_IF_ERROR(prune_metrics(metrics_path(c.out), stage, it));
     return Start{std::move(net), it};
@@ -124,6 +125,7 @@ StatusOr<Start> start_from(const StageContext& c, const std::string& stage, cons
   }
   KF_ASSIGN_OR_RETURN(ActorCritic net, ActorCritic::load(previous.string()));
   KF_RETURN_IF_ERROR(check_dims(net.dims(), agent::kStateDim, agent::kActionDim));
+  KF_RETURN_IF_ERROR(check_action_space(net, previous.string()));
   return Start{std::move(net), 0};
 }
 
@@ -274,6 +276,7 @@ StatusOr<OrderedJson> run_collect(const StageContext& c) {
   }
   KF_ASSIGN_OR_RETURN(ActorCritic loaded, ActorCritic::load(warm.string()));
   KF_RETURN_IF_ERROR(check_dims(loaded.dims(), agent::kStateDim, agent::kActionDim));
+  KF_RETURN_IF_ERROR(check_action_space(loaded, warm.string()));
   auto net = std::make_shared<const ActorCritic>(std::move(loaded));
   fs::path path = trajectories_path(c.out);
   std::vector<Trajectory> done;

@@ -359,6 +359,8 @@ StatusOr<TrainResult> run_training(const TrainOptions& o) {
           "compared on");
     }
     KF_ASSIGN_OR_RETURN(agent::EvaluationLog log, agent::read_evaluation_logs(o.replay));
+    // Before any training: a log of another catalogue lacks states the policies would reach.
+    KF_RETURN_IF_ERROR(agent::check_log_action_space(log, "--replay"));
     std::set<std::string> complete;  // a capped search is not exhaustive: its task is left out
     for (const auto& d : log.tasks_done) {
       if (d.value("protocol", "") == o.protocol && !d.value("capped", false))

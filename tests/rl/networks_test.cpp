@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
+#include "agent/action_space.h"
+#include "agent/features.h"
 #include "rl/ppo.h"
 #include "rl/torch_nets.h"
 
@@ -102,6 +105,128 @@ TEST(ActorCritic, LoadRejectsMissingAndDamagedFiles) {
   auto r = ActorCritic::load(path.string());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
   std::filesystem::remove(path);
+}
+
+// Issue #29: a checkpoint carries the action space it was made with; one of another catalogue, or one
+// written before checkpoints carried it, is named as such with the command that makes it again.
+TEST(ActorCritic, CheckpointCarriesItsActionSpace) {
+  auto dir = std::filesystem::temp_directory_path() / ("kforge_rl_space_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto net = ActorCritic::create(toy_dims(), 3);
+  ASSERT_TRUE(net.action_space.has_value());
+  EXPECT_EQ(net.action_space->fingerprint, agent::action_space_fingerprint());
+
+  const auto path = (dir / "net.pt").string();
+  ASSERT_TRUE(net.save(path).is_ok());
+  auto loaded = ActorCritic::load(path);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->action_space, agent::current_action_space());
+  EXPECT_TRUE(check_action_space(*loaded, path).is_ok());
+
+  // Made with a catalogue that lacked a skill: both fingerprints and the skill named.
+  auto older = agent::current_action_space();
+  const std::string dropped = older.skills.back();
+  older.skills.pop_back();
+  older.fingerprint = agent::fingerprint_of(older);
+  net.action_space = older;
+  ASSERT_TRUE(net.save(path).is_ok());
+  loaded = ActorCritic::load(path);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->action_space, older);
+  Status s = check_action_space(*loaded, path);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find(older.fingerprint), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(agent::action_space_fingerprint()), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("skills added: " + dropped), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("kforge train"), std::string::npos) << s.message();
+
+  // Written before checkpoints carried it: unknown, and the shipped policy's recipe for the shipped path.
+  net.action_space.reset();
+  const auto shipped = (dir / "policies" / "learned-ci.pt").string();
+  ASSERT_TRUE(net.save(shipped).is_ok());
+  loaded = ActorCritic::load(shipped);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  EXPECT_FALSE(loaded->action_space.has_value());
+  s = check_action_space(*loaded, shipped);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("action space unknown"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("--preset ci"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("cp RUN/ppo.pt " + shipped), std::string::npos) << s.message();
+  std::filesystem::remove_all(dir);
+}
+
+// Issue #29 item 3, first step: a checkpoint of another catalogue acts the same on each named skill once its
+// slots are remapped by name; a skill it never saw has no learned preference (a zero column).
+TEST(ActorCritic, RemapSkillSlotsFollowsTheNames) {
+  const auto& now = agent::current_action_space();
+  auto net = ActorCritic::create(NetworkDims{agent::kStateDim, agent::kActionDim, 8}, 5);
+  // Made with a catalogue in reverse order that lacked today's first skill.
+  agent::ActionSpaceVersion was = now;
+  was.skills.assign(now.skills.rbegin(), now.skills.rend() - 1);
+  was.fingerprint = agent::fingerprint_of(was);
+  net.action_space = was;
+  std::vector<float> state(agent::kStateDim, 0.1f);
+  auto action_of_slot = [](int slot) {
+    std::vector<float> a(agent::kActionDim, 0.0f);
+    if (slot >= 0) a[static_cast<size_t>(agent::kActionSkill + slot)] = 1.0f;
+    a[agent::kActionCostChange] = -0.5f;
+    return a;
+  };
+  auto score = [&](const ActorCritic& n, int slot) {
+    // Two actions: the skill's and a fixed reference, so the log-probability reads the skill's score.
+    return n.log_probs(state, {action_of_slot(slot), action_of_slot(-1)})[0];
+  };
+  std::vector<double> before;  // by the checkpoint's slots
+  for (size_t i = 0; i < was.skills.size(); ++i) before.push_back(score(net, static_cast<int>(i)));
+  const double no_skill = score(net, -1);
+
+  auto unseen = remap_skill_slots(net);
+  ASSERT_TRUE(unseen.is_ok()) << unseen.status().message();
+  EXPECT_EQ(*unseen, std::vector<std::string>{now.skills.front()});
+  EXPECT_EQ(net.action_space->skills, now.skills);
+  EXPECT_TRUE(check_action_space(net, "net.pt").is_ok());  // only the skills' order and set differed
+  for (size_t j = 0; j < now.skills.size(); ++j) {
+    const int slot = static_cast<int>(j);
+    if (j == 0) {
+      EXPECT_NEAR(score(net, slot), no_skill, 1e-6) << now.skills[j];
+      continue;
+    }
+    const size_t i =
+        static_cast<size_t>(std::find(was.skills.begin(), was.skills.end(), now.skills[j]) - was.skills.begin());
+    EXPECT_NEAR(score(net, slot), before[i], 1e-6) << now.skills[j];
+  }
+  // Unknown or other sizes: refused.
+  net.action_space.reset();
+  EXPECT_FALSE(remap_skill_slots(net).is_ok());
+  was.state_dim += 1;
+  was.fingerprint = agent::fingerprint_of(was);
+  net.action_space = was;
+  EXPECT_FALSE(remap_skill_slots(net).is_ok());
+}
+
+TEST(ActionSpace, FingerprintFollowsEveryListAndSize) {
+  const auto& now = agent::current_action_space();
+  EXPECT_EQ(now.fingerprint.size(), 12u);
+  EXPECT_EQ(agent::fingerprint_of(now), now.fingerprint);
+  EXPECT_EQ(static_cast<int>(now.skills.size()), skills::kNumSkills);
+  EXPECT_EQ(now.action_dim, agent::kActionDim);
+  auto changed = [&](auto edit) {
+    auto v = now;
+    edit(v);
+    return agent::fingerprint_of(v) != now.fingerprint;
+  };
+  EXPECT_TRUE(changed([](auto& v) { std::swap(v.skills[0], v.skills[1]); }));  // the order is the slots' meaning
+  EXPECT_TRUE(changed([](auto& v) { v.strategies.push_back("new_template"); }));
+  EXPECT_TRUE(changed([](auto& v) { v.knobs.pop_back(); }));
+  EXPECT_TRUE(changed([](auto& v) { v.state_dim += 1; }));
+  EXPECT_TRUE(changed([](auto& v) { v.max_skills += 1; }));
+  // The JSON record round-trips, and a record whose lists do not hash to its fingerprint is refused.
+  auto j = Json::parse(agent::action_space_to_json(now).dump());
+  auto back = agent::action_space_from_json(j);
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(*back, now);
+  j["skills"].push_back("edited_in");
+  EXPECT_FALSE(agent::action_space_from_json(j).is_ok());
 }
 
 TEST(ActorCritic, CheckDimsSaysWhatDiffers) {

@@ -178,5 +178,53 @@ TEST(EvaluationLog, AMalformedLineNamesItsFileAndLine) {
   EXPECT_NE(none.status().message().find("kforge explore --record"), std::string::npos);
 }
 
+// Issue #29: a log says which action space it was explored with; one of another (or none) is refused with
+// both versions and the command that refreshes it; --reuse reads a log's lines per task and program.
+TEST(EvaluationLog, TheHeaderNamesTheActionSpaceAndAStaleLogIsRefused) {
+  const fs::path dir = kforge::testing::temp_dir("evaluation-log-version");
+  const Task task = testing::task_from(testing::kChainGraph);
+  const schedule::Schedule first =
+      schedule::plan_one_kernel_per_op(task.graph, {.precision = "fp32", .tolerance = 1e-2});
+  {
+    auto recorder = RecordingEvaluator::open(std::make_shared<CostModelEvaluator>(), dir / "log.jsonl");
+    ASSERT_TRUE(recorder.is_ok());
+    ASSERT_TRUE((*recorder)->append(evaluation_log_header()).is_ok());
+    ASSERT_TRUE((*recorder)->evaluate(task, first).is_ok());
+    ASSERT_TRUE(
+        (*recorder)->append({{"task_done", task.name}, {"protocol", task.protocol}, {"capped", false}}).is_ok());
+  }
+  const std::vector<std::string> lines = lines_of(dir / "log.jsonl");
+  ASSERT_EQ(lines.size(), 3u);
+  auto log = read_evaluation_logs({(dir / "log.jsonl").string()});
+  ASSERT_TRUE(log.is_ok()) << log.status().message();
+  ASSERT_EQ(log->versions.size(), 1u);
+  EXPECT_EQ(log->versions[0].action_space, current_action_space());
+  EXPECT_EQ(log->evaluations.size(), 1u);  // the header is not an evaluation
+  EXPECT_TRUE(check_log_action_space(*log, "--replay").is_ok());
+
+  // Without the header (a log from before): unknown, refused with the refresh command.
+  std::ofstream(dir / "old.jsonl") << lines[1] << "\n" << lines[2] << "\n";
+  auto old = read_evaluation_logs({(dir / "old.jsonl").string()});
+  ASSERT_TRUE(old.is_ok()) << old.status().message();
+  EXPECT_FALSE(old->versions[0].action_space.has_value());
+  Status stale = check_log_action_space(*old, "--replay");
+  ASSERT_FALSE(stale.is_ok());
+  EXPECT_NE(stale.message().find("action space unknown"), std::string::npos) << stale.message();
+  EXPECT_NE(stale.message().find("--reuse " + (dir / "old.jsonl").string()), std::string::npos) << stale.message();
+  // Read together, the log of today's catalogue does not hide the stale one.
+  auto both = read_evaluation_logs({(dir / "log.jsonl").string(), (dir / "old.jsonl").string()});
+  ASSERT_TRUE(both.is_ok());
+  EXPECT_FALSE(check_log_action_space(*both, "--replay").is_ok());
+
+  // Per task and program, for --reuse: the evaluation line as written, and the task_done line.
+  auto records = read_task_records({(dir / "log.jsonl").string()});
+  ASSERT_TRUE(records.is_ok()) << records.status().message();
+  ASSERT_EQ(records->size(), 1u);
+  const TaskRecords& r = records->at(task_records_key(task.name, task.protocol));
+  EXPECT_EQ(r.lines_by_program.at(schedule::program_hash(task.graph, first)), lines[1]);
+  EXPECT_EQ(r.done_line, lines[2]);
+  EXPECT_FALSE(r.capped);
+}
+
 }  // namespace
 }  // namespace kforge::agent
