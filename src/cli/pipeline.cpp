@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "agent/evaluator_factory.h"
@@ -409,7 +410,20 @@ std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const 
   os << t.render() << "\n";
   os << "precision " << s.precision << " (tolerance " << s.tolerance << "); skills applied: ";
   if (s.applied.empty()) os << "none";
-  for (size_t i = 0; i < s.applied.size(); ++i) os << (i ? "; " : "") << s.applied[i];
+  if (s.applied.size() <= 20) {
+    for (size_t i = 0; i < s.applied.size(); ++i) os << (i ? "; " : "") << s.applied[i];
+  } else {
+    // A whole network applies a skill thousands of times: counts per skill (schedule.json lists each).
+    std::map<std::string, size_t> per_skill;
+    for (const auto& a : s.applied) ++per_skill[a.substr(0, a.find(':'))];
+    os << s.applied.size() << " applications (";
+    bool first = true;
+    for (const auto& [skill, n] : per_skill) {
+      os << (first ? "" : ", ") << skill << " x" << n;
+      first = false;
+    }
+    os << "; schedule.json lists each)";
+  }
   os << "\n";
   int cached = b.build.cache_hits;
   os << "build: " << b.build.outcome << " (" << b.build.compiles.size() << " files, " << cached << " from cache) in "

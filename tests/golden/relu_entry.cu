@@ -1,4 +1,4 @@
-// kforge entry point for t_relu: 1 kernels, ABI 1.
+// kforge entry point for t_relu: 1 kernels (1 distinct), ABI 1.
 #include "kforge_runtime.cuh"
 
 extern "C" int k0_relu(KfContext* ctx, void* const* bufs);
@@ -20,6 +20,9 @@ extern "C" int kforge_forward(void* const* inputs, void* const* params, void* co
   KF_CUDA(cudaGetDevice(&device));
   KfContext ctx{static_cast<cudaStream_t>(stream), base + kWorkspaceOffset, kScratchBytes - kWorkspaceOffset, device};
   int rc = 0;
-  if ((rc = k0_relu(&ctx, bufs)) != 0) return rc;
+  {  // k0_relu
+    void* const operands[] = {bufs[0], bufs[1]};
+    if ((rc = k0_relu(&ctx, operands)) != 0) return rc;
+  }
   return 0;
 }
