@@ -2,6 +2,7 @@
 #include "codegen/program.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
@@ -63,19 +64,49 @@ std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const 
   return os.str();
 }
 
-// A kernel's source with its name and its first line (a comment naming the graph's values) left out:
-// two kernels with the same identity compute the same function of their operands.
+// A kernel's source with its name and its whole-line comments (they name the graph's values) left out, and the
+// emitters' value-numbered locals (in<N>, r<N>, p<N>, v<N>: pointers, registers, vector loads named after graph
+// values) renamed by order of first appearance, one bijection per prefix. Two kernels with the same identity
+// are the same code up to a consistent renaming of locals, so they compute the same function of their
+// operands (bufs slots, numbered per kernel).
 std::string source_identity(const KernelSource& k) {
-  std::string code = k.code.substr(std::min(k.code.size(), k.code.find('\n') + 1));
+  std::string code;  // without its whole-line comments (they name graph values: "//   v2 = sigmoid(y)")
+  std::istringstream lines(k.code);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line.compare(first, 2, "//") != 0) code += line + "\n";
+  }
+  auto is_ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::map<std::string, std::map<std::string, size_t>> renamed;  // prefix -> number -> its first-use rank
   std::string out;
   out.reserve(code.size());
   for (size_t i = 0; i < code.size();) {
-    if (code.compare(i, k.name.size(), k.name) == 0) {
-      out += "\x01";
-      i += k.name.size();
-    } else {
+    const char c = code[i];
+    if (!is_ident(c)) {
       out += code[i++];
+      continue;
     }
+    size_t j = i;
+    while (j < code.size() && is_ident(code[j])) ++j;
+    const std::string token = code.substr(i, j - i);
+    i = j;
+    if (token.compare(0, k.name.size(), k.name) == 0 &&
+        (token.size() == k.name.size() || token[k.name.size()] == '_')) {
+      out += "\x01" + token.substr(k.name.size());  // the kernel's name, and names made from it (<name>_kernel)
+      continue;
+    }
+    const size_t digits = token.find_first_of("0123456789");
+    const std::string prefix = token.substr(0, digits);
+    const bool local = digits != std::string::npos && digits > 0 &&
+                       token.find_first_not_of("0123456789", digits) == std::string::npos &&
+                       (prefix == "in" || prefix == "r" || prefix == "p" || prefix == "v");
+    if (!local) {
+      out += token;
+      continue;
+    }
+    auto& ranks = renamed[prefix];
+    auto [it, added] = ranks.emplace(token.substr(digits), ranks.size());
+    out += prefix + "\x02" + std::to_string(it->second);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "codegen_test_graphs.h"
+#include "skills/planner.h"
 
 namespace kforge::codegen::testing {
 namespace {
@@ -33,6 +34,28 @@ TEST(CodegenProgramDedupe, SameOpOnSameShapesIsOneSourceCalledTwice) {
   EXPECT_EQ(p.manifest["kernels"].size(), 3u);
   EXPECT_EQ(p.manifest["functions"][1], p.calls[0].kernel);
   kforge::testing::expect_builds_with_nvcc(p, "dedupe");
+}
+
+TEST(CodegenProgramDedupe, GeneratedChainsShareUpToTheirValueNumberedLocals) {
+  // sigmoid(x) * x and sigmoid(y) * y, fused: the two chains differ only in registers named after graph values.
+  ir::Graph g = make_graph({{"x", {64}}, {"y", {64}}, {"z", {64}}},
+                           {{"sigmoid", {"x"}},
+                            {"mul", {"v0", "x"}},
+                            {"sigmoid", {"y"}},
+                            {"mul", {"v2", "y"}},
+                            {"sigmoid", {"z"}},
+                            {"add", {"v4", "z"}}},
+                           {"v1", "v3", "v5"});
+  auto planned = skills::plan_default(g, {});
+  ASSERT_TRUE(planned.is_ok()) << planned.status().message();
+  ASSERT_EQ(planned->kernels.size(), 3u);
+  auto p = emit_program(g, planned.value(), {.library_file = "lib.so", .reference_source = "# reference\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(p->calls.size(), 3u);
+  EXPECT_EQ(p->kernels.size(), 2u);  // the add chain computes something else
+  EXPECT_EQ(p->calls[1].function, p->calls[0].kernel);
+  EXPECT_EQ(p->calls[2].function, p->calls[2].kernel);
+  kforge::testing::expect_builds_with_nvcc(p.value(), "dedupe_chains");
 }
 
 TEST(CodegenProgramDedupe, KernelCodeIndexesItsOwnOperands) {
