@@ -60,8 +60,11 @@ TEST(CodegenLayoutEmit, ReshapeOutputIsACopyAndIntermediateIsAnAlias) {
   EXPECT_EQ(out.kernels[0].name, "k0_reshape");
   EXPECT_TRUE(has(out.kernels[0].code, "extern \"C\" int k0_reshape(KfContext* ctx, void* const* bufs)"));
   EXPECT_TRUE(has(out.kernels[0].code,
-                  "cudaMemcpyAsync(((float*)bufs[1]), ((const float*)bufs[0]) + 0LL, 192ULL * sizeof(float), "
-                  "cudaMemcpyDeviceToDevice, ctx->stream)"));
+                  "cudaMemcpyAsync(((float*)bufs[0]), ((const float*)bufs[1]) + 0LL, 192ULL * sizeof(float), "
+                  "cudaMemcpyDeviceToDevice, ctx->stream)"))
+      << out.kernels[0].code;
+  // The copy names its destination first: slot 0 is the result (value 1), slot 1 the input x (value 0).
+  EXPECT_EQ(out.kernels[0].operands, (std::vector<ir::ValueIndex>{1, 0}));
   Program mid =
       emit(make_graph({{"x", {4, 6, 8}}}, {{"reshape", {"x"}, R"({"shape": [24, 8]})"}, {"relu", {"v0"}}}, {"v1"}));
   ASSERT_EQ(mid.kernels.size(), 1u);

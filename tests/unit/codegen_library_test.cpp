@@ -204,8 +204,10 @@ TEST(CodegenLibraryConv, Conv2dThroughTorchsCudnnEngine) {
   EXPECT_EQ(k.libraries, std::vector<std::string>{"cudnn"});
   EXPECT_TRUE(has(k.code,
                   "kf_cudnn_conv(ctx, &kConv, ((const float*)bufs[0]), ((const float*)bufs[1]), "
-                  "((float*)bufs[3]))"))
+                  "((float*)bufs[2]))"))
       << k.code;
+  ASSERT_GE(k.operands.size(), 3u);
+  EXPECT_EQ(k.operands[2], 3) << "slot 2 is the output y (value 3)";
   EXPECT_FALSE(has(k.code, "cudnnFind"));
   EXPECT_TRUE(has(k.code, "0,  // backward_data: forward"));
   EXPECT_TRUE(has(k.code, "CUDNN_DATA_FLOAT,  // data_type"));

@@ -154,16 +154,20 @@ TEST(ConvEpilogue, OnePassAfterTheConvolutionAndItBuilds) {
   const auto& k = p->kernels[0];
   const std::string& code = k.code;
   // The convolution runs without its bias pass, into the output y (value 11: 8 inputs and params
-  // then c, n, r, y), and the epilogue starts from the conv's value plus the bias of its channel.
+  // then c, n, r, y; the kernel's operand slot 2 after x and w), and the epilogue starts from the conv's
+  // value plus the bias of its channel (value 2, slot 3).
+  ASSERT_GE(k.operands.size(), 4u);
+  EXPECT_EQ(std::vector<ir::ValueIndex>(k.operands.begin(), k.operands.begin() + 4),
+            (std::vector<ir::ValueIndex>{0, 1, 11, 2}));
   EXPECT_FALSE(has(code, "k0_conv_conv_bias<<<")) << code;
   EXPECT_TRUE(has(code, "const int rc = k0_conv_conv(ctx, bufs);")) << code;
   EXPECT_TRUE(has(code,
                   "kf_cudnn_conv(ctx, &kConv, ((const float*)bufs[0]), ((const float*)bufs[1]), "
-                  "((float*)bufs[11]));"))
+                  "((float*)bufs[2]));"))
       << code;
   EXPECT_TRUE(has(code, "const float r8 = (float)((float)out[i] + (float)conv_bias[(i / 64LL) % 8LL]);")) << code;
   EXPECT_TRUE(has(code, "k0_conv_epilogue<<<kf_grid(1024LL, 256), 256, 0, ctx->stream>>>(")) << code;
-  EXPECT_TRUE(has(code, "((const float*)bufs[2]), ((float*)bufs[11]));")) << code;
+  EXPECT_TRUE(has(code, "((const float*)bufs[3]), ((float*)bufs[2]));")) << code;
   EXPECT_EQ(k.launches, 2);
   // The intermediates never touch memory.
   for (const char* v : {"c", "n", "r"})

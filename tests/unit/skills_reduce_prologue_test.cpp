@@ -135,9 +135,13 @@ TEST(ReducePrologue, FullShapeFloatOperandsAreLoadedSixteenBytesAtATime) {
   const std::string& c2 = p2->kernels[0].code;
   EXPECT_TRUE(has(c2, "_prologue_lanes(const float a0, const float a1)")) << c2;
   EXPECT_TRUE(has(c2, "_prologue_lanes(V0, V1)")) << c2;
+  // The two inputs (values 0 and 1) are the kernel's operand slots 2 and 3.
+  ASSERT_GE(p2->kernels[0].operands.size(), 4u);
+  EXPECT_EQ(p2->kernels[0].operands[2], 0);
+  EXPECT_EQ(p2->kernels[0].operands[3], 1);
   EXPECT_TRUE(has(c2,
-                  "(reinterpret_cast<uintptr_t>(((const float*)bufs[0])) & 15) == 0 && "
-                  "(reinterpret_cast<uintptr_t>(((const float*)bufs[1])) & 15) == 0"))
+                  "(reinterpret_cast<uintptr_t>(((const float*)bufs[2])) & 15) == 0 && "
+                  "(reinterpret_cast<uintptr_t>(((const float*)bufs[3])) & 15) == 0"))
       << c2;
   // The offset form stays for unaligned pointers.
   EXPECT_TRUE(has(c2, "_rows<false><<<")) << c2;
