@@ -19,7 +19,8 @@ def clean_env(target):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    pytest.importorskip("scikit_build_core")
+    if os.environ.get("KFORGE_REQUIRE_PYTHON_DEPS") != "1":  # under ctest setup.sh installed it: fail if missing
+        pytest.importorskip("scikit_build_core")
     target = tmp_path_factory.mktemp("site")
     p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
                         "--target", str(target), ROOT], capture_output=True, text=True, timeout=3600, cwd=ROOT)
