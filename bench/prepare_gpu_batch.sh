@@ -24,11 +24,15 @@ if [ -d ../shared/kernelbench/upstream/kernelbench ]; then cp -r ../shared/kerne
 for extra in ${EXTRA_SUITES:-}; do
   mkdir -p .gpu/kb/"$(basename "$extra")" && cp "$extra"/*.py .gpu/kb/"$(basename "$extra")"/
 done
-# The GPU machine has no libtorch-dev: its kforge is built without the RL layer (`train` says so there).
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKFORGE_BUILD_TESTS=OFF \
-  -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON > build/gpu-kforge-build.log 2>&1 && cmake --build build-gpu --target kforge >> build/gpu-kforge-build.log 2>&1 ||
-  { echo "prepare_gpu_batch: building kforge without libtorch failed (build/gpu-kforge-build.log)" >&2; exit 3; }
-strip -o .gpu/kforge build-gpu/kforge
+# The GPU machine has no libtorch-dev: its kforge is the command line without the RL layer (`train` says so
+# there), linked from this build's objects (target kforge_portable, which exists where libtorch was found).
+bin=build/kforge
+if ldd build/kforge | grep -q "libtorch\|libc10"; then
+  cmake --build build --target kforge_portable > build/gpu-kforge-build.log 2>&1 ||
+    { echo "prepare_gpu_batch: building kforge_portable failed (build/gpu-kforge-build.log)" >&2; exit 3; }
+  bin=build/kforge_portable
+fi
+strip -o .gpu/kforge "$bin"
 # libsqlite3 travels with it, used there only if the machine lacks its own (gpu_run.sh).
 mkdir -p .gpu/lib && cp -L "$(ldd .gpu/kforge | awk '/libsqlite3/ {print $3}')" .gpu/lib/
 if ldd .gpu/kforge | grep -q "not found\|libtorch"; then

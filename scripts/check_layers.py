@@ -16,7 +16,10 @@ import sys
 from pathlib import Path
 
 LAYER_CALL = re.compile(r"kforge_layer\(\s*(\w+)(.*?)\)", re.S)
-EXE_LINK = re.compile(r"target_link_libraries\(\s*kforge\s+PRIVATE(.*?)\)", re.S)
+# The command line's links: kforge_cli()'s own (target_link_libraries(${target} PRIVATE ...)) and what the
+# `kforge` executable adds (kforge_cli(kforge ...)).
+EXE_LINK = re.compile(r"target_link_libraries\(\s*(?:kforge|\$\{target\})\s+PRIVATE(.*?)\)|kforge_cli\(\s*kforge\s+(.*?)\)",
+                      re.S)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_0-9]+)/', re.M)
 
 
@@ -29,9 +32,9 @@ def declared_layers(cmake_text: str) -> dict[str, set[str]]:
             continue
         after = args.split("DEPS", 1)[1] if "DEPS" in args else ""
         deps.setdefault(name, set()).update(re.findall(r"\bkforge_(\w+)", after))
-    exe = EXE_LINK.search(cmake_text)
-    if exe:
-        deps["cli"] = set(re.findall(r"\bkforge_(\w+)", exe.group(1)))
+    for exe in EXE_LINK.finditer(cmake_text):
+        deps.setdefault("cli", set()).update(re.findall(r"\bkforge_(\w+)", exe.group(1) or exe.group(2)))
+    deps.get("cli", set()).discard("cli_common")  # the command line's own object library
     return deps
 
 

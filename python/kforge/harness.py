@@ -468,7 +468,7 @@ def run_candidate(result, ref_mod, child, protocol, device, do_verify, do_profil
             result["profile_error"] = ans.get("message", "")[:500]
         else:
             result.update({k: v for k, v in ans.items() if k.startswith(("t_", "spread_")) or
-                           k in ("other_streams", "samples", "compile_seconds", "timing", "fresh_inputs")})
+                           k in ("other_streams", "samples", "compile_seconds", "timing", "fresh_inputs", "cuda_graph")})
     return result
 
 

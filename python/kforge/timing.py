@@ -10,6 +10,7 @@ the band inside which a speed-up means nothing. With fresh inputs every timed ca
 set from a pool made before timing (outputs cached across calls, keyed on the inputs, gain nothing).
 Compile time is measured apart (compile_seconds) and never enters a timing.
 """
+import json
 import statistics
 import time
 
@@ -132,7 +133,28 @@ def profile(ref_mod, cand_mod, protocol, device, timing, watch, trials=30, warmu
     res["compile_seconds"] = compile_s
     res["timing"] = timing.method
     res["fresh_inputs"] = timing.fresh_inputs
+    stats = cuda_graph_stats(cand_mod)
+    if stats is not None:
+        res["cuda_graph"] = stats
     return res
+
+
+def cuda_graph_stats(cand_mod):
+    """How a kforge program library ran its calls (eager, captured, replayed as one CUDA graph), from its
+    kforge_cuda_graph_stats(); None for a candidate that is not one (an export, hand-written code)."""
+    load = getattr(cand_mod, "_kf_load", None)
+    if not callable(load):
+        return None
+    import ctypes
+    lib = load()
+    fn = getattr(lib, "kforge_cuda_graph_stats", None)
+    if fn is None:
+        return None
+    fn.restype = ctypes.c_char_p
+    try:
+        return json.loads(fn().decode(errors="replace"))
+    except ValueError:
+        return None
 
 
 def _timed_call(torch, m, inputs, method, device, watch):

@@ -399,6 +399,7 @@ void BenchRun::profile_all() {
     r.result.t_compile = res->t_compile;
     r.result.t_compile_tf32 = res->t_compile_tf32;
     r.result.other_streams = res->other_streams;
+    r.result.cuda_graph = res->cuda_graph;
     r.result.t_candidate_repeat = res->t_candidate_repeat;
     r.result.t_eager_repeat = res->t_eager_repeat;
     r.result.t_candidate_wall = res->t_candidate_wall;

@@ -92,6 +92,7 @@ OrderedJson record_json(const BenchRecord& r) {
   if (!e.timing_method.empty()) j["timing"] = e.timing_method;
   if (e.fresh_inputs) j["fresh_inputs"] = true;
   if (!e.warnings.empty()) j["warnings"] = e.warnings;
+  if (!e.cuda_graph.is_null()) j["cuda_graph"] = e.cuda_graph;
   if (e.t_candidate) {
     const auto flags = sandbox::timing_flags(e);
     j["within_noise"] = flags.within_noise;
@@ -182,6 +183,8 @@ std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fr
   }
   r.result.timing_method = j.value("timing", "");
   r.result.fresh_inputs = j.value("fresh_inputs", false);
+  if (j.contains("cuda_graph") && j["cuda_graph"].is_object())
+    r.result.cuda_graph = OrderedJson::parse(j["cuda_graph"].dump());
   if (j.contains("warnings") && j["warnings"].is_array()) {
     for (const auto& w : j["warnings"])
       if (w.is_string()) r.result.warnings.push_back(w.get<std::string>());

@@ -277,7 +277,8 @@ std::string py_build_section(const ir::Graph& g, const Program& p, const std::st
 
 std::string py_model_new_section() {
   return model_new_class("Model with its forward replaced by kforge's kernels, compiled above with load_inline.",
-                         "        _kf_extension.kforge_run(inputs, params, outputs, scratch)\n", "export again");
+                         "        _kf_extension.kforge_run(inputs, params, outputs, scratch)\n", "export again",
+                         "params");
 }
 
 // Names the library calls of a program without a __global__ kernel, for the message.

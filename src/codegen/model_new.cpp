@@ -72,7 +72,8 @@ std::string model_new_tables(const ir::Graph& g, const Program& p) {
   return os.str();
 }
 
-std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild) {
+std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild,
+                            const std::string& params_arg) {
   std::ostringstream os;
   os << "def _kf_check(kind, name, t, shape, dtype, device):\n"
      << "    if not isinstance(t, torch.Tensor):\n"
@@ -87,6 +88,44 @@ std::string model_new_class(const std::string& doc, const std::string& call, con
         "device))\n\n\n"
      << "class ModelNew(Model):\n"
      << "    \"\"\"" << doc << "\"\"\"\n\n"
+     << "    # State kept across calls: where each parameter lives, the last parameter pointers (checked again only\n"
+     << "    # when they change) and one scratch buffer per device and stream, so a steady caller passes the same\n"
+     << "    # pointers on every call and the program replays its CUDA graph (kforge_runtime.cu). Never outputs.\n"
+     << "    def _kf_param_slots(self):\n"
+     << "        # Each parameter's owner table and name, found once: every call reads the parameter from its owner,\n"
+     << "        # so one replaced or moved (model.to, load_state_dict(assign=True)) is seen. After replacing a\n"
+     << "        # submodule, call kforge_refresh().\n"
+     << "        slots = self.__dict__.get(\"_kf_slots\")\n"
+     << "        if slots is None:\n"
+     << "            slots = []\n"
+     << "            for path, is_buffer, _shape, _dtype in _KF_PARAMS:\n"
+     << "                owner_path, _, name = path.rpartition(\".\")\n"
+     << "                owner = self.get_submodule(owner_path) if owner_path else self\n"
+     << "                slots.append((owner._buffers if is_buffer else owner._parameters, name))\n"
+     << "            self.__dict__[\"_kf_slots\"] = slots\n"
+     << "        return slots\n\n"
+     << "    def _kf_params(self, device):\n"
+     << "        params = [table[name] for table, name in self._kf_param_slots()]\n"
+     << "        pointers = [t.data_ptr() for t in params]\n"
+     << "        cached = self.__dict__.get(\"_kf_param_pointers\")\n"
+     << "        if cached is None or cached[0] != pointers or cached[1] != device:\n"
+     << "            for (path, _is_buffer, shape, dtype), t in zip(_KF_PARAMS, params):\n"
+     << "                _kf_check(\"parameter\", path, t, shape, dtype, device)\n"
+     << "            cached = (pointers, device, " << params_arg << ")\n"
+     << "            self.__dict__[\"_kf_param_pointers\"] = cached\n"
+     << "        return params, cached[2]\n\n"
+     << "    def _kf_scratch(self, device):\n"
+     << "        stream = torch.cuda.current_stream(device).cuda_stream\n"
+     << "        scratches = self.__dict__.setdefault(\"_kf_scratches\", {})\n"
+     << "        scratch = scratches.get((device, stream))\n"
+     << "        if scratch is None:\n"
+     << "            scratch = torch.empty(max(_KF_SCRATCH_BYTES, 1), dtype=torch.uint8, device=device)\n"
+     << "            scratches[(device, stream)] = scratch\n"
+     << "        return scratch, stream\n\n"
+     << "    def kforge_refresh(self):\n"
+     << "        \"\"\"Forgets the parameters' owners and the scratch buffers (after replacing a submodule).\"\"\"\n"
+     << "        for key in (\"_kf_slots\", \"_kf_param_pointers\", \"_kf_scratches\"):\n"
+     << "            self.__dict__.pop(key, None)\n\n"
      << "    def forward(self, *args):\n"
      << "        if len(args) != len(_KF_ARGS):\n"
      << "            raise TypeError(\"kforge ModelNew: forward takes %d arguments, got %d\" % (len(_KF_ARGS), "
@@ -106,13 +145,9 @@ std::string model_new_class(const std::string& doc, const std::string& call, con
      << "            if not (type(t) is torch.Tensor and t.dtype is dtype and t.shape == shape and t.device == device\n"
      << "                    and t.is_contiguous()):\n"
      << "                _kf_check(\"input\", str(i), t, shape, dtype, device)\n"
-     << "        params = []\n"
-     << "        for path, is_buffer, shape, dtype in _KF_PARAMS:\n"
-     << "            t = self.get_buffer(path) if is_buffer else self.get_parameter(path)\n"
-     << "            _kf_check(\"parameter\", path, t, shape, dtype, device)\n"
-     << "            params.append(t)\n"
+     << "        params, params_array = self._kf_params(device)\n"
      << "        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in _KF_OUTPUTS]\n"
-     << "        scratch = torch.empty(max(_KF_SCRATCH_BYTES, 1), dtype=torch.uint8, device=device)\n"
+     << "        scratch, stream = self._kf_scratch(device)\n"
      << call << "        return outputs[0] if len(outputs) == 1 else tuple(outputs)\n";
   return os.str();
 }
@@ -151,14 +186,13 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
      << "    return (_kf_ctypes.c_void_p * max(len(tensors), 1))(*[t.data_ptr() for t in tensors])\n\n\n"
      << model_new_class("Model with its forward replaced by kforge's kernels (" + g.name + ").",
                         "        lib = _kf_load()\n"
-                        "        stream = torch.cuda.current_stream(device).cuda_stream\n"
-                        "        rc = lib.kforge_forward(_kf_pointers(inputs), _kf_pointers(params), "
+                        "        rc = lib.kforge_forward(_kf_pointers(inputs), params_array, "
                         "_kf_pointers(outputs),\n"
                         "                                scratch.data_ptr(), _KF_SCRATCH_BYTES, stream)\n"
                         "        if rc != 0:\n"
                         "            raise RuntimeError(\"kforge kernel failed: \" + "
                         "lib.kforge_last_error().decode(errors=\"replace\"))\n",
-                        "rebuild");
+                        "rebuild", "_kf_pointers(params)");
   return os.str();
 }
 

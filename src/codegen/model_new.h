@@ -17,9 +17,12 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
 std::string model_new_tables(const ir::Graph& g, const Program& p);
 
 // _kf_check and `class ModelNew(Model)`, whose forward checks its arguments against the tables,
-// allocates the outputs and the scratch buffer (torch.empty) and then runs `call`: Python
-// statements, indented by 8 spaces, that run the program on `inputs`, `params`, `outputs` and
-// `scratch`. `rebuild` says how to rebuild in messages ("rebuild", "export again").
-std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild);
+// allocates the outputs (torch.empty), keeps one scratch buffer per device and stream, and then runs
+// `call`: Python statements, indented by 8 spaces, that run the program on `inputs`, `params`,
+// `params_array`, `outputs`, `scratch` and `stream`. The parameters are checked only when their pointers
+// change; `params_array` is `params_arg` evaluated then ("_kf_pointers(params)": a ctypes array).
+// `rebuild` says how to rebuild in messages ("rebuild", "export again").
+std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild,
+                            const std::string& params_arg);
 
 }  // namespace kforge::codegen

@@ -19,7 +19,22 @@ std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const 
   os << "// kforge entry point for " << g.name << ": " << calls.size() << " kernels (" << kernels.size()
      << " distinct), ABI " << kAbiVersion << ".\n"
      << "#include \"kforge_runtime.cuh\"\n\n";
+  const size_t nbufs = std::max<size_t>(g.values().size(), 1);
   for (const auto& k : kernels) os << "extern \"C\" int " << k.name << "(KfContext* ctx, void* const* bufs);\n";
+  // The kernels in order, as one function: kf_graph_forward launches it eagerly or captures it.
+  os << "\nstatic int kf_run_kernels(KfContext* ctx, void* const* bufs) {\n";
+  if (calls.empty()) os << "  (void)ctx;\n  (void)bufs;\n";
+  os << "  int rc = 0;\n";
+  for (const auto& c : calls) {
+    if (c.operands.empty()) {
+      os << "  if ((rc = " << c.function << "(ctx, nullptr)) != 0) return rc;  // " << c.kernel << "\n";
+      continue;
+    }
+    os << "  {  // " << c.kernel << "\n    void* const operands[] = {";
+    for (size_t i = 0; i < c.operands.size(); ++i) os << (i ? ", " : "") << "bufs[" << c.operands[i] << "]";
+    os << "};\n    if ((rc = " << c.function << "(ctx, operands)) != 0) return rc;\n  }\n";
+  }
+  os << "  return rc;\n}\n";
   os << "\nstatic const size_t kScratchBytes = " << plan.total_bytes() << "ULL;\n"
      << "static const size_t kWorkspaceOffset = " << plan.workspace_offset << "ULL;\n\n"
      << "extern \"C\" int kforge_abi_version(void) { return " << kAbiVersion << "; }\n"
@@ -30,7 +45,7 @@ std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const 
                                   "bytes is smaller than the %zu the program needs\", scratch_bytes, kScratchBytes);\n"
                                 : "  (void)scratch_bytes;\n")
      << "  char* base = static_cast<char*>(scratch);\n"
-     << "  void* bufs[" << std::max<size_t>(g.values().size(), 1) << "];\n";
+     << "  void* bufs[" << nbufs << "] = {};\n";
   for (size_t v = 0; v < g.values().size(); ++v) {
     const BufferSlot& slot = plan.slots[v];
     os << "  bufs[" << v << "] = ";
@@ -49,17 +64,10 @@ std::string entry_source(const ir::Graph& g, const schedule::Schedule& s, const 
      << "  KF_CUDA(cudaGetDevice(&device));\n"
      << "  KfContext ctx{static_cast<cudaStream_t>(stream), base + kWorkspaceOffset, kScratchBytes - kWorkspaceOffset, "
         "device};\n"
-     << "  int rc = 0;\n";
-  for (const auto& c : calls) {
-    if (c.operands.empty()) {
-      os << "  if ((rc = " << c.function << "(&ctx, nullptr)) != 0) return rc;  // " << c.kernel << "\n";
-      continue;
-    }
-    os << "  {  // " << c.kernel << "\n    void* const operands[] = {";
-    for (size_t i = 0; i < c.operands.size(); ++i) os << (i ? ", " : "") << "bufs[" << c.operands[i] << "]";
-    os << "};\n    if ((rc = " << c.function << "(&ctx, operands)) != 0) return rc;\n  }\n";
-  }
-  os << "  return 0;\n}\n";
+     // One kernel gains nothing from a graph (a graph launch costs about what a kernel launch does).
+     << (calls.size() >= 2
+             ? "  return kf_graph_forward(&ctx, bufs, " + std::to_string(nbufs) + ", kf_run_kernels);\n}\n"
+             : std::string("  return kf_run_kernels(&ctx, bufs);\n}\n"));
   (void)s;
   return os.str();
 }

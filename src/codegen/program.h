@@ -17,6 +17,8 @@ namespace kforge::codegen {
 //   size_t kforge_scratch_bytes(void);
 //   const char* kforge_last_error(void);
 //   int kforge_abi_version(void);
+//   const char* kforge_cuda_graph_stats(void);  // JSON: how calls ran (eager, captured, replayed)
+// kforge_forward replays one CUDA graph of every kernel when its pointers repeat (kf_graph_forward).
 constexpr int kAbiVersion = 1;
 
 // One scheduled kernel's call in the entry point: the function that computes it (its own, or the first

@@ -52,6 +52,8 @@ EvalResult result_from_harness_fields(const Json& j, const std::string& protocol
   if (j.contains("other_streams") && j["other_streams"].is_number_integer())
     r.other_streams = j["other_streams"].get<int>();
   r.samples = j.value("samples", 0);
+  if (j.contains("cuda_graph") && j["cuda_graph"].is_object())
+    r.cuda_graph = OrderedJson::parse(j["cuda_graph"].dump());
   // Timed baselines beyond the three with fields of their own (names: baselines.def).
   for (const auto& name : baseline_names()) {
     if (name == "eager" || name == "compile" || name == "compile_tf32") continue;

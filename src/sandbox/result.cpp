@@ -80,6 +80,7 @@ OrderedJson result_to_json(const EvalResult& r) {
   if (r.fresh_inputs) j["fresh_inputs"] = true;
   if (!r.warnings.empty()) j["warnings"] = r.warnings;
   if (r.other_streams > 0) j["other_streams"] = r.other_streams;
+  if (!r.cuda_graph.is_null()) j["cuda_graph"] = r.cuda_graph;
   if (r.t_candidate) {
     TimingFlags f = timing_flags(r);
     if (f.noise) j["noise"] = *f.noise;

@@ -38,6 +38,9 @@ struct EvalResult {
   // What a reader should doubt: a tolerance too loose for an output's scale (zeros or an input would
   // also pass), a time under the roofline floor of the problem's own inputs and outputs.
   std::vector<std::string> warnings;
+  // How the program's calls ran while timed (kforge_cuda_graph_stats of a kforge library: eager calls,
+  // graph captures and replays); null for code that is not a kforge program library.
+  OrderedJson cuda_graph;
   int other_streams = 0;      // CUDA streams the candidate made or switched to while timed (harness's watch)
   int samples = 0;            // timed trials per variant (0 when predicted)
   std::string protocol;       // "cuda-agent" or "kernelbench"

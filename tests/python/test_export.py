@@ -144,6 +144,13 @@ def test_model_new_has_the_parameters_it_names(rel, tmp_path):
         assert tuple(t.shape) == shape and t.dtype == dtype, path
         expected = reference.get_buffer(path) if is_buffer else reference.get_parameter(path)
         assert torch.equal(t, expected), path  # same constructor, same initialisation
+    # forward reads each parameter from its owner's table, found once: the same tensors get_parameter finds
+    slots = model._kf_param_slots()
+    assert len(slots) == len(ns["_KF_PARAMS"])
+    for (path, is_buffer, _, _), (table, name) in zip(ns["_KF_PARAMS"], slots):
+        assert table[name] is (model.get_buffer(path) if is_buffer else model.get_parameter(path)), path
+    model.kforge_refresh()
+    assert "_kf_slots" not in model.__dict__
     inputs = ns["get_inputs"]()
     tensors = [a for a in inputs if isinstance(a, torch.Tensor)]
     assert [(tuple(t.shape), t.dtype) for t in tensors] == ns["_KF_INPUTS"]

@@ -33,7 +33,19 @@ TEST(CodegenProgramDedupe, SameOpOnSameShapesIsOneSourceCalledTwice) {
   }
   EXPECT_EQ(p.manifest["kernels"].size(), 3u);
   EXPECT_EQ(p.manifest["functions"][1], p.calls[0].kernel);
+  // Three calls: kforge_forward hands kf_run_kernels to the CUDA graph runtime with every bufs slot as key.
+  EXPECT_NE(p.entry.code.find("return kf_graph_forward(&ctx, bufs, 7, kf_run_kernels);"), std::string::npos)
+      << p.entry.code;
+  EXPECT_NE(p.entry.code.find("void* bufs[7] = {};"), std::string::npos) << p.entry.code;
   kforge::testing::expect_builds_with_nvcc(p, "dedupe");
+}
+
+TEST(CodegenProgramDedupe, OneKernelRunsWithoutAGraph) {
+  // A graph launch costs about what one kernel launch does: a one-kernel program launches it directly.
+  Program p = emit(make_graph({{"x", {4, 8}}, {"w", {16, 8}}}, {{"linear", {"x", "w"}}}, {}));
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.entry.code.find("kf_graph_forward"), std::string::npos) << p.entry.code;
+  EXPECT_NE(p.entry.code.find("return kf_run_kernels(&ctx, bufs);"), std::string::npos) << p.entry.code;
 }
 
 TEST(CodegenProgramDedupe, GeneratedChainsShareUpToTheirValueNumberedLocals) {
