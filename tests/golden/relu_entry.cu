@@ -15,19 +15,15 @@ static int kf_run_kernels(KfContext* ctx, void* const* bufs) {
 static const size_t kScratchBytes = 0ULL;
 static const size_t kWorkspaceOffset = 0ULL;
 
-extern "C" int kforge_abi_version(void) {
-  return 1;
-}
-extern "C" size_t kforge_scratch_bytes(void) {
-  return kScratchBytes;
-}
+extern "C" int kforge_abi_version(void) { return 1; }
+extern "C" size_t kforge_scratch_bytes(void) { return kScratchBytes; }
 
-extern "C" int kforge_forward(void* const* inputs, void* const* params, void* const* outputs, void* scratch,
-                              size_t scratch_bytes, void* stream) {
+extern "C" int kforge_forward(void* const* inputs, void* const* params, void* const* outputs,
+                                void* scratch, size_t scratch_bytes, void* stream) {
   (void)scratch_bytes;
   char* base = static_cast<char*>(scratch);
   void* bufs[2] = {};
-  bufs[0] = inputs[0];   // x float32[4096, 393216]
+  bufs[0] = inputs[0];  // x float32[4096, 393216]
   bufs[1] = outputs[0];  // y float32[4096, 393216]
   int device = 0;
   KF_CUDA(cudaGetDevice(&device));

@@ -9,11 +9,11 @@
 // heuristics mode, torch.backends.cudnn.benchmark = False):
 //  - one operation: CONVOLUTION_FORWARD for conv, CONVOLUTION_BACKWARD_DATA for conv_transpose
 //    (dx = the transposed conv's output, dy = its input, w unchanged); tensors x, y, w with unique
-//    ids 'x', 'y', 'w', packed strides (channels-last ones when the conv asks), the data type of the tensors and the
-//    byte alignment of their addresses (the largest power of two up to 32 that divides them); the convolution
-//    descriptor with compute type, cross-correlation, pre- and post-padding, strides and dilations, and no math type
-//    nor group count (cuDNN derives the groups from the channel counts); alpha 1, beta 0 (float, double for a double
-//    compute type); the graph built with the handle.
+//    ids 'x', 'y', 'w', packed strides (channels-last ones when the conv asks), the data type of the tensors and the byte alignment of their
+//    addresses (the largest power of two up to 32 that divides them); the convolution descriptor
+//    with compute type, cross-correlation, pre- and post-padding, strides and dilations, and no math
+//    type nor group count (cuDNN derives the groups from the channel counts); alpha 1, beta 0 (float,
+//    double for a double compute type); the graph built with the handle.
 //  - engine configurations from heuristics mode INSTANT (mode B when TORCH_CUDNN_USE_HEURISTIC_MODE_B
 //    is 1, as torch reads it), in cuDNN's order, then those of mode FALLBACK. A configuration is left
 //    out when its engine has the numerical note DOWN_CONVERT_INPUTS, NONDETERMINISTIC when asked to be
@@ -586,8 +586,8 @@ int choose_and_run(cudnnHandle_t handle, KfContext* ctx, const KfCudnnConv* conv
   if (timed.empty()) {
     return fail(conv, "no cuDNN engine ran this convolution (" + std::to_string(tried) + " tried; last: " + last + ")");
   }
-  Candidate& best =
-      *std::min_element(timed.begin(), timed.end(), [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
+  Candidate& best = *std::min_element(timed.begin(), timed.end(),
+                                      [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
   // The result comes from the engine kept (the last run was another's).
   std::string why;
   void* ws = workspace_for(ctx, best.workspace, &why);

@@ -3,13 +3,14 @@
 #pragma once
 
 #include <cuda_runtime.h>
+
 #include <math.h>
 
 #include <cstdint>
 
 struct KfContext {
-  cudaStream_t stream;  // the caller's stream: all work goes here
-  void* workspace;      // scratch for library calls, shared by the kernels one after another
+  cudaStream_t stream;     // the caller's stream: all work goes here
+  void* workspace;         // scratch for library calls, shared by the kernels one after another
   size_t workspace_bytes;
   int device;
 };
@@ -32,24 +33,24 @@ extern "C" void* kf_cudnn_handle(KfContext* ctx);
 // picks for the same problem. Plain values (cudnnDataType_t as int), one static instance per kernel:
 // its address keys the plan cache.
 struct KfCudnnConv {
-  const char* name;     // the kernel's name, for messages
-  int backward_data;    // 0: out = conv(in, w), cuDNN forward; 1: out = conv_transpose(in, w), backward data
-  int data_type;        // cudnnDataType_t of in, w and out
-  int compute_type;     // cudnnDataType_t of the accumulation (CUDNN_DATA_FLOAT for fp32, fp16, bf16)
-  int exact;            // 1: only engines without the tensor-core note (torch with allow_tf32 = False)
-  int deterministic;    // 1: no engines with the nondeterministic note (torch.backends.cudnn.deterministic)
-  int nb_dims;          // 4 or 5: N, C and 2 or 3 spatial dims (a 1-d conv comes as 2-d with height 1)
-  int64_t in_dims[5];   // the op's input [N, C_in, spatial...], packed
-  int64_t w_dims[5];    // conv [C_out, C_in/groups, k...]; conv_transpose [C_in, C_out/groups, k...]
-  int64_t out_dims[5];  // the op's output [N, C_out, spatial...], packed
-  int64_t pad[3];       // per spatial dim, both sides
+  const char* name;       // the kernel's name, for messages
+  int backward_data;      // 0: out = conv(in, w), cuDNN forward; 1: out = conv_transpose(in, w), backward data
+  int data_type;          // cudnnDataType_t of in, w and out
+  int compute_type;       // cudnnDataType_t of the accumulation (CUDNN_DATA_FLOAT for fp32, fp16, bf16)
+  int exact;              // 1: only engines without the tensor-core note (torch with allow_tf32 = False)
+  int deterministic;      // 1: no engines with the nondeterministic note (torch.backends.cudnn.deterministic)
+  int nb_dims;            // 4 or 5: N, C and 2 or 3 spatial dims (a 1-d conv comes as 2-d with height 1)
+  int64_t in_dims[5];     // the op's input [N, C_in, spatial...], packed
+  int64_t w_dims[5];      // conv [C_out, C_in/groups, k...]; conv_transpose [C_in, C_out/groups, k...]
+  int64_t out_dims[5];    // the op's output [N, C_out, spatial...], packed
+  int64_t pad[3];         // per spatial dim, both sides
   int64_t stride[3];
   int64_t dilation[3];
-  int channels_last;  // 1: in, w and out in channels-last order (NHWC, NDHWC; the filter K, spatial, C),
-                      // as torch runs a conv whose tensors are channels-last (torch.compile's choice)
-  int engine_search;  // > 0: the first call times up to this many of the engines torch would consider
-                      // (in its order) and keeps the fastest, as torch.backends.cudnn.benchmark does;
-                      // another engine than torch's default rounds differently. 0: torch's first.
+  int channels_last;      // 1: in, w and out in channels-last order (NHWC, NDHWC; the filter K, spatial, C),
+                          // as torch runs a conv whose tensors are channels-last (torch.compile's choice)
+  int engine_search;      // > 0: the first call times up to this many of the engines torch would consider
+                          // (in its order) and keeps the fastest, as torch.backends.cudnn.benchmark does;
+                          // another engine than torch's default rounds differently. 0: torch's first.
 };
 // Runs `conv` on ctx->stream with ctx->workspace (or, for a plan that needs more, a per-device buffer
 // that grows on demand, as torch allocates one). The first call per device and operand alignments
@@ -57,11 +58,11 @@ struct KfCudnnConv {
 // timing several and keeping the fastest); later calls run the cached plan. 0 on success, else kf_fail's code.
 extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void* in, const void* w, void* out);
 
-#define KF_CUDA(call)                                                                                  \
-  do {                                                                                                 \
-    cudaError_t kf_e_ = (call);                                                                        \
-    if (kf_e_ != cudaSuccess)                                                                          \
-      return kf_fail(1, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, cudaGetErrorString(kf_e_)); \
+#define KF_CUDA(call)                                                                                   \
+  do {                                                                                                  \
+    cudaError_t kf_e_ = (call);                                                                         \
+    if (kf_e_ != cudaSuccess) return kf_fail(1, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call,     \
+                                             cudaGetErrorString(kf_e_));                                \
   } while (0)
 
 // After a <<<>>> launch: reports a bad configuration at once (faults surface at the next sync).
@@ -107,28 +108,24 @@ template <typename T>
 __device__ __forceinline__ T kf_fmod(T a, T b) {
   return a % kf_nonzero_divisor(b);
 }
-#define KF_FLOAT_DIVISION(T, FMOD, FLOOR, TRUNC, COPYSIGN)        \
-  __device__ __forceinline__ T kf_floor_divide(T a, T b) {        \
-    if (b == T(0)) return a / b;                                  \
-    const T mod = FMOD(a, b);                                     \
-    T div = (a - mod) / b;                                        \
-    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1); \
-    if (div == T(0)) return COPYSIGN(T(0), a / b);                \
-    T floordiv = FLOOR(div);                                      \
-    if (div - floordiv > T(0.5)) floordiv += T(1);                \
-    return floordiv;                                              \
-  }                                                               \
-  __device__ __forceinline__ T kf_trunc_divide(T a, T b) {        \
-    return TRUNC(a / b);                                          \
-  }                                                               \
-  __device__ __forceinline__ T kf_remainder(T a, T b) {           \
-    T mod = FMOD(a, b);                                           \
-    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) mod += b;    \
-    return mod;                                                   \
-  }                                                               \
-  __device__ __forceinline__ T kf_fmod(T a, T b) {                \
-    return FMOD(a, b);                                            \
-  }
+#define KF_FLOAT_DIVISION(T, FMOD, FLOOR, TRUNC, COPYSIGN)                    \
+  __device__ __forceinline__ T kf_floor_divide(T a, T b) {                    \
+    if (b == T(0)) return a / b;                                              \
+    const T mod = FMOD(a, b);                                                 \
+    T div = (a - mod) / b;                                                    \
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);             \
+    if (div == T(0)) return COPYSIGN(T(0), a / b);                            \
+    T floordiv = FLOOR(div);                                                  \
+    if (div - floordiv > T(0.5)) floordiv += T(1);                            \
+    return floordiv;                                                          \
+  }                                                                           \
+  __device__ __forceinline__ T kf_trunc_divide(T a, T b) { return TRUNC(a / b); } \
+  __device__ __forceinline__ T kf_remainder(T a, T b) {                       \
+    T mod = FMOD(a, b);                                                       \
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) mod += b;                \
+    return mod;                                                               \
+  }                                                                           \
+  __device__ __forceinline__ T kf_fmod(T a, T b) { return FMOD(a, b); }
 KF_FLOAT_DIVISION(float, fmodf, floorf, truncf, copysignf)
 KF_FLOAT_DIVISION(double, fmod, floor, trunc, copysign)
 #undef KF_FLOAT_DIVISION
