@@ -38,13 +38,29 @@ def on_device(device):
     return contextlib.nullcontext()
 
 
+def made_on_device(make, device):
+    """make() with factory functions allocating on `device`; a problem whose code draws from a CPU
+    generator (torch.randn(..., generator=torch.Generator())) cannot run under that default device, so
+    it runs with torch's defaults instead (the caller moves the results). make() seeds itself: both
+    tries draw the same numbers their generators would."""
+    try:
+        with on_device(device):
+            return make()
+    except RuntimeError as e:
+        if "generator" not in str(e):
+            raise
+    return make()
+
+
 def seeded_inputs(mod, seed, device):
     import torch
-    torch.manual_seed(seed)
-    torch.cuda.manual_seed(seed)
+
+    def make():
+        torch.manual_seed(seed)
+        torch.cuda.manual_seed(seed)
+        return mod.get_inputs()
     out = []
-    with on_device(device):
-        made = mod.get_inputs()
+    made = made_on_device(make, device)
     for t in made:
         out.append(t.to(device) if isinstance(t, torch.Tensor) else t)  # dtypes kept (int targets, bool masks)
     return out
@@ -54,11 +70,13 @@ def build_models(ref_mod, cand_mod, protocol, device):
     import torch
     mode = protocol.mode
     init = ref_mod.get_init_inputs()
-    with on_device(device):
+
+    def make():
         torch.manual_seed(42)
         ref = ref_mod.Model(*init)
         torch.manual_seed(42)
-        cand = cand_mod.ModelNew(*init) if cand_mod is not None else None
+        return ref, cand_mod.ModelNew(*init) if cand_mod is not None else None
+    ref, cand = made_on_device(make, device)
     if mode == "eval":
         ref.eval()
         if cand is not None:

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "base/files.h"
@@ -106,7 +107,10 @@ Status HarnessWorker::start() {
     return external_error("the harness needs a python3 with torch, and " + options_.python +
                           " is not an executable: set KFORGE_PYTHON (or KFORGE_HARNESS_PYTHON)");
   }
-  const std::string id = std::to_string(::getpid()) + "-" + std::to_string(process_.starts());
+  // One scratch directory per worker start, unique in this process: workers run side by side (bench's
+  // verify workers, the baselines worker), and a worker that restarts removes its old scratch.
+  static std::atomic<int> next_start{0};
+  const std::string id = std::to_string(::getpid()) + "-" + std::to_string(next_start++);
   scratch_ = fs::temp_directory_path() / ("kforge-worker-" + id);
   KF_ASSIGN_OR_RETURN(isolation_,
                       prepare_isolation({.mode = options_.isolation,

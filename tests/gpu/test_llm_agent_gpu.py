@@ -2,16 +2,28 @@
 ReLU kernel, and verify/profile go through `kforge evaluate` (the two-process harness), no scripted
 harness; the runtime threat fixtures end with -1 on the real harness; a scripted model that calls kforge's
 skill tools (kforge_export) reaches kforge's own program and its reward."""
+import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "llm"))
-from conftest import RELU, REPO, Server, call, load_events, model_new, run_agent, turn  # noqa: E402
+
+
+def _llm_helpers():
+    """tests/llm/conftest.py by its path: `import conftest` finds whichever conftest pytest loaded first
+    (tests/service has one too when both folders run in one session)."""
+    spec = importlib.util.spec_from_file_location("kforge_llm_test_helpers", HERE.parent / "llm" / "conftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_h = _llm_helpers()
+RELU, REPO, Server, call, load_events, model_new, run_agent, turn = (
+    _h.RELU, _h.REPO, _h.Server, _h.call, _h.load_events, _h.model_new, _h.run_agent, _h.turn)
 
 
 def has_gpu():

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 PY = os.path.join(os.path.dirname(__file__), "../../python")
 
 SPOOF = r'''
@@ -119,3 +121,36 @@ def test_an_exception_in_verification_is_a_runtime_fault_not_a_harness_error():
         h.verify = saved
     assert res["outcome"] == "runtime_fault"
     assert res["message"] == "RuntimeError: the candidate raised"
+
+
+def test_a_problem_drawing_from_a_cpu_generator_is_built_with_torchs_defaults(monkeypatch):
+    """Under the GPU default device, torch.randn(..., generator=torch.Generator()) raises ("Expected a 'cuda'
+    device type for generator"): such a problem (tests/zoo/tv_resnet18.py calibrates its BatchNorm that way) is
+    made without the default device; any other error is the problem's own."""
+    import contextlib
+
+    from kforge import harness
+    inside = []
+
+    @contextlib.contextmanager
+    def fake_on_device(device):
+        inside.append(device)
+        try:
+            yield
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(harness, "on_device", fake_on_device)
+
+    def make():
+        if inside:
+            raise RuntimeError("Expected a 'cuda' device type for generator but found 'cpu'")
+        return "made with torch's defaults"
+
+    assert harness.made_on_device(make, "cuda:0") == "made with torch's defaults"
+
+    def broken():
+        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        harness.made_on_device(broken, "cuda:0")

@@ -26,6 +26,13 @@ for line in sys.stdin:
     if name == "garbage":
         print("this is not json", flush=True)
         continue
+    if name == "scratch":  # the worker's own scratch must still be there to write into
+        try:
+            with open(os.path.join(os.environ["TMPDIR"], "probe"), "w") as f:
+                f.write("x")
+        except OSError as e:
+            print(json.dumps({"outcome": "runtime_fault", "message": "scratch gone: %s" % e}), flush=True)
+            continue
     if name == "fault":
         print(json.dumps({"outcome": "runtime_fault", "message": "CUDA error: an illegal memory access"}), flush=True)
         continue
@@ -79,6 +86,19 @@ TEST_F(HarnessWorkerTest, AnswersAndKeepsTheWorker) {
   ASSERT_TRUE(b->t_candidate && b->t_eager && b->t_compile);
   EXPECT_EQ(milestone_reward(b.value()), 3);
   EXPECT_EQ(w.starts(), 1);
+}
+
+TEST_F(HarnessWorkerTest, WorkersSideBySideKeepTheirOwnScratch) {
+  // bench runs several verify workers in one process: one replaced after a fault removes its own scratch,
+  // never another's (they were named by pid and start count, and collided).
+  HarnessWorker a(options()), b(options());
+  ASSERT_EQ(a.evaluate(request("ok"))->outcome, Outcome::kOk);
+  ASSERT_EQ(b.evaluate(request("scratch"))->outcome, Outcome::kOk);
+  EXPECT_EQ(a.evaluate(request("fault"))->outcome, Outcome::kRuntimeFault);
+  EXPECT_EQ(a.evaluate(request("ok"))->outcome, Outcome::kOk);  // a's worker replaced, its scratch removed
+  auto r = b.evaluate(request("scratch"));
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->outcome, Outcome::kOk) << r->message;
 }
 
 TEST_F(HarnessWorkerTest, HangBecomesTimeoutAndTheNextRequestGetsAFreshWorker) {
