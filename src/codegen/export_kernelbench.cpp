@@ -12,6 +12,7 @@
 
 #include "base/files.h"
 #include "base/json.h"
+#include "codegen/cuda_units.h"
 #include "codegen/model_new.h"
 
 namespace kforge::codegen {
@@ -19,11 +20,6 @@ namespace kforge::codegen {
 namespace fs = std::filesystem;
 
 namespace {
-
-struct CudaUnit {
-  std::string file;  // "k0_relu.cu": names its namespace and its banner
-  std::string code;
-};
 
 // Words kforge never writes into an exported file, comments included: upstream's checker rejects
 // `pass` and try/except fallbacks (it cuts `#` and `//` comments, but not C block comments or strings).
@@ -56,26 +52,6 @@ std::vector<std::string> split_lines(const std::string& text) {
   std::istringstream is(text);
   for (std::string line; std::getline(is, line);) lines.push_back(line);
   return lines;
-}
-
-// A C identifier made of `s`: every other character becomes '_'.
-std::string identifier(const std::string& s) {
-  std::string out;
-  for (char c : s) out += is_word_char(c) ? c : '_';
-  return out;
-}
-
-// The preprocessor directive of a line ("include", "define", ...) and the text after it; "" if none.
-std::string directive(const std::string& line, std::string* rest) {
-  size_t i = line.find_first_not_of(" \t");
-  if (i == std::string::npos || line[i] != '#') return "";
-  i = line.find_first_not_of(" \t", i + 1);
-  if (i == std::string::npos) return "";
-  size_t j = i;
-  while (j < line.size() && is_word_char(line[j])) ++j;
-  size_t r = line.find_first_not_of(" \t", j);
-  *rest = r == std::string::npos ? "" : line.substr(r);
-  return line.substr(i, j - i);
 }
 
 // The code with its // and /* */ comments removed; string and character literals are kept whole.
@@ -111,39 +87,6 @@ StatusOr<std::string> strip_cuda_comments(const std::string& code, const std::st
   return out;
 }
 
-// Hoists a unit's #include lines (the runtime header's own include is dropped) and records the
-// macros it defines. Includes inside #if blocks cannot be hoisted safely.
-struct UnitParts {
-  std::vector<std::string> includes;
-  std::vector<std::string> macros;
-  std::string body;
-};
-
-StatusOr<UnitParts> split_unit(const CudaUnit& unit) {
-  UnitParts parts;
-  int depth = 0;
-  for (const std::string& line : split_lines(unit.code)) {
-    std::string rest;
-    const std::string d = directive(line, &rest);
-    if (d == "if" || d == "ifdef" || d == "ifndef") ++depth;
-    if (d == "endif") --depth;
-    if (d == "pragma" && rest.rfind("once", 0) == 0) continue;
-    if (d == "include") {
-      if (rest.find("kforge_runtime.cuh") != std::string::npos) continue;
-      if (depth > 0) return internal_error(unit.file + " has an #include inside an #if block: " + line);
-      parts.includes.push_back("#include " + rest);
-      continue;
-    }
-    if (d == "define") {
-      size_t e = 0;
-      while (e < rest.size() && is_word_char(rest[e])) ++e;
-      parts.macros.push_back(rest.substr(0, e));
-    }
-    parts.body += line + "\n";
-  }
-  return parts;
-}
-
 // A unit whose comments say a forbidden word loses its comments; one whose code says it is a bug.
 Status drop_forbidden_comments(UnitParts& parts, const std::string& file) {
   if (forbidden_word_in(parts.body).empty()) return Status::ok();
@@ -164,10 +107,6 @@ StatusOr<std::vector<CudaUnit>> program_units(const Program& program, const fs::
     units.push_back({rt, code});
   }
   return units;
-}
-
-std::string file_stem(const std::string& file) {
-  return fs::path(file).stem().string();
 }
 
 // ---- the upstream static checker ----
@@ -294,36 +233,20 @@ StatusOr<std::string> kernelbench_cuda_source(const Program& program, const fs::
   KF_ASSIGN_OR_RETURN(std::string header, read_file(runtime_dir / "kforge_runtime.cuh"));
   KF_ASSIGN_OR_RETURN(std::vector<CudaUnit> units, program_units(program, runtime_dir));
   KF_ASSIGN_OR_RETURN(UnitParts runtime, split_unit({"kforge_runtime.cuh", header}));
-  std::vector<std::string> includes;
-  std::set<std::string> seen;
-  auto hoist = [&](const std::vector<std::string>& lines) {
-    for (const auto& l : lines) {
-      if (seen.insert(l).second) includes.push_back(l);
-    }
-  };
   KF_RETURN_IF_ERROR(drop_forbidden_comments(runtime, "kforge_runtime.cuh"));
-  hoist(runtime.includes);
-  std::ostringstream body;
-  for (size_t i = 0; i < units.size(); ++i) {
-    KF_ASSIGN_OR_RETURN(UnitParts parts, split_unit(units[i]));
-    hoist(parts.includes);
-    KF_RETURN_IF_ERROR(drop_forbidden_comments(parts, units[i].file));
-    const std::string ns = "kforge_unit_" + std::to_string(i) + "_" + identifier(file_stem(units[i].file));
-    body << "// ---- " << units[i].file << " ----\n"
-         << "namespace " << ns << " {\n"
-         << parts.body << "}  // namespace " << ns << "\n";
-    // The runtime header's macros stay for the units after this one.
-    std::set<std::string> undone(runtime.macros.begin(), runtime.macros.end());
-    for (const auto& m : parts.macros) {
-      if (undone.insert(m).second) body << "#undef " << m << "\n";
-    }
-    body << "\n";
+  // The runtime header's macros stay for every unit after it.
+  KF_ASSIGN_OR_RETURN(MergedUnits merged,
+                      merge_units(units, {runtime.macros.begin(), runtime.macros.end()}, 0, drop_forbidden_comments));
+  std::vector<std::string> includes = runtime.includes;
+  std::set<std::string> seen(includes.begin(), includes.end());
+  for (const auto& l : merged.includes) {
+    if (seen.insert(l).second) includes.push_back(l);
   }
   std::ostringstream os;
   os << "// kforge program: " << program.kernels.size()
      << " kernel units, the entry point and the runtime as one translation unit.\n";
   for (const auto& l : includes) os << l << "\n";
-  os << "\n// ---- kforge_runtime.cuh ----\n" << runtime.body << "\n" << body.str();
+  os << "\n// ---- kforge_runtime.cuh ----\n" << runtime.body << "\n" << merged.body;
   return os.str();
 }
 

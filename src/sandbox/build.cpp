@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "codegen/cuda_units.h"
 #include "sandbox/static_check.h"
 
 namespace kforge::sandbox {
@@ -23,7 +25,69 @@ namespace {
 struct Unit {
   std::string file;
   std::string code;
+  std::vector<size_t> kernels;  // program.kernels compiled in this unit (a chunk); empty for the entry and runtime
 };
+
+// Kernels compiled together, one nvcc run per chunk: nvcc's fixed cost (about 0.8 s a run) is most of a small
+// kernel's build. A chunk ends after a kernel whose content hash says so (about one in kChunkAverage) or at
+// kChunkMax kernels, so boundaries depend on the kernels near them only: a changed kernel recompiles its own
+// chunk, an inserted or removed one moves the boundaries next to it, not every chunk after it.
+constexpr size_t kChunkAverage = 8;
+constexpr size_t kChunkMax = 16;
+
+StatusOr<std::vector<Unit>> kernel_chunks(const codegen::Program& program, const std::set<std::string>& header_macros) {
+  std::vector<std::vector<size_t>> groups(1);
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    groups.back().push_back(i);
+    const std::string h = content_hash(program.kernels[i].code);
+    const bool boundary = std::stoull(h.substr(0, 8), nullptr, 16) % kChunkAverage == 0;
+    if ((boundary || groups.back().size() == kChunkMax) && i + 1 < program.kernels.size()) groups.emplace_back();
+  }
+  std::vector<Unit> chunks;
+  for (const auto& group : groups) {
+    if (group.empty()) continue;
+    std::vector<codegen::CudaUnit> members;
+    for (size_t i : group) members.push_back({program.kernels[i].file_name, program.kernels[i].code});
+    KF_ASSIGN_OR_RETURN(codegen::MergedUnits merged, codegen::merge_units(members, header_macros, group.front()));
+    std::string code = "// kforge: " + std::to_string(group.size()) + " kernels compiled as one unit (" +
+                       members.front().file + (group.size() > 1 ? " ... " + members.back().file : "") + ")\n" +
+                       "#include \"kforge_runtime.cuh\"\n";
+    for (const auto& l : merged.includes) code += l + "\n";
+    code += "\n" + merged.body;
+    chunks.push_back({"chunk_" + program.kernels[group.front()].name + ".cu", std::move(code), group});
+  }
+  return chunks;
+}
+
+// One record per kernel (reports match records to kernels by file name and read each kernel's registers
+// and spills), then the entry and the runtime: a chunk's record is split by the namespace merge_units gave
+// each kernel, which its functions' mangled names carry. The chunk's log goes with its first kernel.
+std::vector<CompileRecord> per_kernel_records(const codegen::Program& program, const std::vector<Unit>& units,
+                                              std::vector<CompileRecord> compiled) {
+  std::vector<CompileRecord> out;
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (units[u].kernels.empty()) {
+      out.push_back(std::move(compiled[u]));
+      continue;
+    }
+    const CompileRecord& chunk = compiled[u];
+    for (size_t i : units[u].kernels) {
+      CompileRecord rec;
+      rec.file = program.kernels[i].file_name;
+      rec.ok = chunk.ok;
+      rec.cached = chunk.cached;
+      rec.seconds = chunk.seconds;
+      rec.log = i == units[u].kernels.front() ? chunk.log : "(compiled in " + units[u].file + ")\n";
+      const std::string ns = "kforge_unit_" + std::to_string(i) + "_" +
+                             codegen::identifier(fs::path(program.kernels[i].file_name).stem().string());
+      for (const auto& ru : chunk.resources) {
+        if (ru.kernel.find(ns) != std::string::npos) rec.resources.push_back(ru);
+      }
+      out.push_back(std::move(rec));
+    }
+  }
+  return out;
+}
 
 std::string libraries_flags(const std::vector<std::string>& libs) {
   std::string out;
@@ -105,15 +169,18 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
     }
   }
   KF_ASSIGN_OR_RETURN(std::string runtime_header, read_file(runtime_dir / "kforge_runtime.cuh"));
-  std::vector<Unit> units;
-  for (const auto& k : program.kernels) units.push_back({k.file_name, k.code});
-  units.push_back({program.entry.file_name, program.entry.code});
+  KF_ASSIGN_OR_RETURN(codegen::UnitParts header_parts, codegen::split_unit({"kforge_runtime.cuh", runtime_header}));
+  KF_ASSIGN_OR_RETURN(std::vector<Unit> units,
+                      kernel_chunks(program, {header_parts.macros.begin(), header_parts.macros.end()}));
+  units.push_back({program.entry.file_name, program.entry.code, {}});
   for (const auto& rt : codegen::runtime_sources(program.libraries)) {
     KF_ASSIGN_OR_RETURN(std::string code, read_file(runtime_dir / rt));
-    units.push_back({rt, code});
+    units.push_back({rt, code, {}});
   }
-  // Copy the runtime header next to the sources so the kernels directory builds on its own.
+  // Copy the runtime header next to the sources so the kernels directory builds on its own; each kernel's
+  // own file is written for reading beside the chunk that compiles it.
   KF_RETURN_IF_ERROR(write_file(src_dir / "kforge_runtime.cuh", runtime_header));
+  for (const auto& k : program.kernels) KF_RETURN_IF_ERROR(write_file(src_dir / k.file_name, k.code));
   for (const auto& u : units) KF_RETURN_IF_ERROR(write_file(src_dir / u.file, u.code));
 
   std::string flag_text;
@@ -180,6 +247,7 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
   for (int j = 0; j < std::min<int>(jobs, static_cast<int>(units.size())); ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   KF_RETURN_IF_ERROR(failure);
+  result.compiles = per_kernel_records(program, units, std::move(result.compiles));
 
   for (const auto& rec : result.compiles) {
     if (!rec.ok) {

@@ -4,8 +4,13 @@
 
 #include <algorithm>
 
+#include "base/files.h"
+#include "base/subprocess.h"
 #include "codegen_test_graphs.h"
+#include "sandbox/build.h"
+#include "sandbox/toolchain.h"
 #include "skills/planner.h"
+#include "test_util.h"
 
 namespace kforge::codegen::testing {
 namespace {
@@ -77,6 +82,46 @@ TEST(CodegenProgramDedupe, KernelCodeIndexesItsOwnOperands) {
   EXPECT_EQ(p.kernels[0].operands, (std::vector<ir::ValueIndex>{2, 0, 3}));
   EXPECT_EQ(p.kernels[0].code.find("bufs[3]"), std::string::npos) << p.kernels[0].code;
   EXPECT_NE(p.kernels[0].code.find("bufs[2]"), std::string::npos) << p.kernels[0].code;
+}
+
+TEST(CodegenProgramChunks, ManyKernelsBuildInFewNvccRunsWithARecordPerKernel) {
+  // 24 relus of 24 shapes: 24 distinct sources, compiled in chunks (about 8 a chunk, at most 16), each kernel
+  // still reported with its own file and its own registers; the library links and holds every kernel.
+  std::vector<In> inputs;
+  std::vector<Op> ops;
+  std::vector<std::string> outs;
+  for (int i = 0; i < 24; ++i) {
+    inputs.push_back({"x" + std::to_string(i), {i + 1, 32}});
+    ops.push_back({"relu", {"x" + std::to_string(i)}});
+    outs.push_back("v" + std::to_string(i));
+  }
+  Program p = emit(make_graph(inputs, ops, outs));
+  ASSERT_EQ(p.kernels.size(), 24u);
+  auto tc = sandbox::find_toolchain();
+  if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
+  auto dir = kforge::testing::temp_dir("chunks");
+  auto r =
+      sandbox::build_program(p, tc.value(), {.out_dir = dir, .library_name = "lib.so", .cache_dir = dir / "cache"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_TRUE(r->ok) << r->message;
+  size_t chunks = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "kernels"))
+    chunks += e.path().filename().string().rfind("chunk_", 0) == 0;
+  EXPECT_GE(chunks, 2u);   // at most 16 kernels a chunk
+  EXPECT_LE(chunks, 12u);  // far fewer nvcc runs than kernels
+  ASSERT_EQ(r->compiles.size(), p.kernels.size() + 1 + codegen::runtime_sources(p.libraries).size());
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const auto& rec = r->compiles[i];
+    EXPECT_EQ(rec.file, p.kernels[i].file_name);
+    EXPECT_FALSE(rec.resources.empty()) << rec.file << ": its own __global__ functions' registers";
+    for (const auto& ru : rec.resources)  // its own functions (scalar and vector forms), no other kernel's
+      EXPECT_NE(ru.kernel.find(p.kernels[i].name + "_kernel"), std::string::npos) << rec.file << ": " << ru.kernel;
+  }
+  // The library exports every kernel's C symbol (the entry point calls them by name).
+  auto nm = run_process({"nm", "-D", "--defined-only", (dir / "lib.so").string()}, {.timeout_seconds = 30});
+  ASSERT_TRUE(nm.is_ok() && nm->ok());
+  for (const auto& k : p.kernels) EXPECT_NE(nm->output.find(" T " + k.name + "\n"), std::string::npos) << k.name;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
