@@ -157,6 +157,7 @@ class BenchRun {
   std::deque<size_t> to_verify_;
   std::atomic<size_t> next_build_{0};
   int builders_left_ = 0;
+  int build_jobs_ = 1;  // nvcc jobs each problem's build may use (capped for the process: set_process_nvcc_limit)
   int done_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::string torch_;
@@ -223,7 +224,7 @@ void BenchRun::build_loop() {
     BenchRecord r = records_[i];
     auto t0 = std::chrono::steady_clock::now();
     auto turn = import_plan_build(r.problem.path.string(), protocol_, r.out_dir,
-                                  {.plan = plan_options(args_.common), .force = true, .jobs = 1});
+                                  {.plan = plan_options(args_.common), .force = true, .jobs = build_jobs_});
     r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string line;
     std::string torch;
@@ -330,7 +331,8 @@ bool BenchRun::fall_back(const BenchRecord& r, const sandbox::EvalResult& first,
   for (const auto& fb : fallback_plans(plan_options(args_.common))) {
     if (past_time_limit()) break;
     const fs::path dir = r.out_dir.parent_path() / (r.out_dir.filename().string() + "." + fb.name);
-    auto turn = import_plan_build(r.problem.path.string(), protocol_, dir, {.plan = fb.plan, .force = true, .jobs = 1});
+    auto turn = import_plan_build(r.problem.path.string(), protocol_, dir,
+                                  {.plan = fb.plan, .force = true, .jobs = build_jobs_});
     if (!turn.is_ok() || !turn->built.build.ok) {
       progress(r, "fallback " + fb.name + ": not built");
       continue;
@@ -500,6 +502,9 @@ int BenchRun::run() {
                device_ == "cuda" ? (", " + std::to_string(args_.workers) + " verify workers").c_str()
                                  : " (no GPU: times are PREDICTED, correctness NOT verified)");
   builders_left_ = jobs;
+  build_jobs_ = jobs;
+  // Every problem's build may use all the jobs; together they never run more than `jobs` nvcc at once.
+  sandbox::set_process_nvcc_limit(jobs);
   std::vector<std::thread> threads;
   for (int i = 0; i < jobs; ++i) threads.emplace_back([this] { build_loop(); });
   if (device_ == "cuda") {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <regex>
@@ -102,7 +103,49 @@ fs::path unique_temp(const fs::path& final_path) {
   return fs::path(final_path.string() + ".tmp" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
 }
 
+// The process-wide nvcc slots of set_process_nvcc_limit.
+struct NvccSlots {
+  std::mutex mu;
+  std::condition_variable freed;
+  int limit = 0;  // 0: unlimited
+  int running = 0;
+};
+
+NvccSlots& nvcc_slots() {
+  static NvccSlots slots;
+  return slots;
+}
+
+class NvccSlot {
+ public:
+  NvccSlot() {
+    NvccSlots& s = nvcc_slots();
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.freed.wait(lock, [&] { return s.limit <= 0 || s.running < s.limit; });
+    ++s.running;
+  }
+  ~NvccSlot() {
+    NvccSlots& s = nvcc_slots();
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      --s.running;
+    }
+    s.freed.notify_one();
+  }
+  NvccSlot(const NvccSlot&) = delete;
+  NvccSlot& operator=(const NvccSlot&) = delete;
+};
+
 }  // namespace
+
+void set_process_nvcc_limit(int n) {
+  NvccSlots& s = nvcc_slots();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.limit = n;
+  }
+  s.freed.notify_all();
+}
 
 fs::path default_cache_dir() {
   if (const char* c = std::getenv("KFORGE_CACHE"); c && *c) return c;
@@ -219,7 +262,10 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
         std::vector<std::string> argv = {tc.nvcc, "-c"};
         argv.insert(argv.end(), tc.compile_flags.begin(), tc.compile_flags.end());
         argv.insert(argv.end(), {"-I", src_dir.string(), "-o", tmp_obj.string(), (src_dir / u.file).string()});
-        auto r = run_process(argv, {.timeout_seconds = 600});
+        auto r = [&] {
+          NvccSlot slot;
+          return run_process(argv, {.timeout_seconds = 600});
+        }();
         if (!r.is_ok()) {
           std::lock_guard<std::mutex> lock(mu);
           failure = r.status();

@@ -47,6 +47,12 @@ struct BuildOptions {
   int jobs = 0;                     // 0: number of cores
 };
 
+// At most `n` nvcc processes at once across every build_program of this process (0: no limit, the default).
+// Builds running side by side (bench builds many problems at once) then each use all their jobs and share
+// the machine as make's jobserver does: a large network's units are not compiled one after another while
+// the other builders are done.
+void set_process_nvcc_limit(int n);
+
 // Writes the program's sources and builds the library. Status errors are kforge's own failures
 // (no nvcc, cannot write files); a compile error is a BuildResult with ok = false.
 StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolchain& tc, const BuildOptions& options);

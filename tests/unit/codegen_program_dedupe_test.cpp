@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "base/files.h"
 #include "base/subprocess.h"
@@ -32,9 +33,13 @@ TEST(CodegenProgramDedupe, SameOpOnSameShapesIsOneSourceCalledTwice) {
     EXPECT_NE(std::find(p.calls[0].operands.begin(), p.calls[0].operands.end(), v), p.calls[0].operands.end()) << v;
   for (size_t i = 0; i < p.calls[0].operands.size(); ++i) {
     const auto a = p.calls[0].operands[i], b = p.calls[1].operands[i];
-    if (a == 0) EXPECT_EQ(b, 1) << "slot " << i << ": x in the first call is y in the second";
-    if (a == 3) EXPECT_EQ(b, 3) << "slot " << i << ": both read w";
-    if (a == 4) EXPECT_EQ(b, 5) << "slot " << i << ": each writes its own result";
+    if (a == 0) {
+      EXPECT_EQ(b, 1) << "slot " << i << ": x in the first call is y in the second";
+    } else if (a == 3) {
+      EXPECT_EQ(b, 3) << "slot " << i << ": both read w";
+    } else if (a == 4) {
+      EXPECT_EQ(b, 5) << "slot " << i << ": each writes its own result";
+    }
   }
   EXPECT_EQ(p.manifest["kernels"].size(), 3u);
   EXPECT_EQ(p.manifest["functions"][1], p.calls[0].kernel);
@@ -121,6 +126,41 @@ TEST(CodegenProgramChunks, ManyKernelsBuildInFewNvccRunsWithARecordPerKernel) {
   auto nm = run_process({"nm", "-D", "--defined-only", (dir / "lib.so").string()}, {.timeout_seconds = 30});
   ASSERT_TRUE(nm.is_ok() && nm->ok());
   for (const auto& k : p.kernels) EXPECT_NE(nm->output.find(" T " + k.name + "\n"), std::string::npos) << k.name;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CodegenProgramChunks, BuildsSideBySideShareTheProcessNvccLimit) {
+  // bench builds problems side by side, each with all its jobs, under one process-wide nvcc limit: two builds
+  // on two threads under a limit of one both finish (the slot is handed on, never held across a wait).
+  auto tc = sandbox::find_toolchain();
+  if (!tc.is_ok()) GTEST_SKIP() << tc.status().message();
+  sandbox::set_process_nvcc_limit(1);
+  std::vector<Program> programs;
+  for (int n : {3, 5}) {
+    std::vector<In> inputs;
+    std::vector<Op> ops;
+    for (int i = 0; i < n; ++i) {
+      inputs.push_back({"x" + std::to_string(i), {n, i + 2}});
+      ops.push_back({"sigmoid", {"x" + std::to_string(i)}});
+    }
+    programs.push_back(emit(make_graph(inputs, ops)));
+  }
+  auto dir = kforge::testing::temp_dir("nvcc_limit");
+  std::vector<StatusOr<sandbox::BuildResult>> results(programs.size(), internal_error("not built"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = sandbox::build_program(
+          programs[i], tc.value(),
+          {.out_dir = dir / std::to_string(i), .library_name = "lib.so", .cache_dir = dir / "cache", .jobs = 4});
+    });
+  }
+  for (auto& t : threads) t.join();
+  sandbox::set_process_nvcc_limit(0);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    EXPECT_TRUE(r->ok) << r->message;
+  }
   std::filesystem::remove_all(dir);
 }
 
