@@ -457,6 +457,40 @@ def test_torn_trajectory_loads(tmp_path):
     assert p.read_text() == '{"a": 1}\n{"b": 2}\n'
 
 
+def test_convert_cut_episode_and_parquet(tmp_path):
+    """The converter without the binary: an episode cut by its budget after the model's calls loses the
+    unanswered tool results; -o FILE.parquet writes Parquet where pyarrow is, else says what is missing.
+    tests/llm/test_trainer_loaders.py loads both outputs with veRL's and OpenRLHF's own datasets."""
+    p = tmp_path / "trajectory.jsonl"
+    w = trajectory.TrajectoryWriter(str(p))
+    w.write("header", problem_name="relu", tools=[{"type": "function", "function": {"name": "glob"}}])
+    call_ = {"id": "c1", "type": "function", "function": {"name": "glob", "arguments": '{"pattern": "*"}'}}
+    for m in [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+              {"role": "assistant", "content": None, "tool_calls": [call_]},
+              {"role": "tool", "tool_call_id": "c1", "content": "model.py"},
+              {"role": "assistant", "content": "again", "tool_calls": [dict(call_, id="c2")]},
+              {"role": "tool", "tool_call_id": "c2", "content": "model.py"}]:
+        w.write("message", message=m, turn=0)
+    w.write("episode_end", stop_reason="max_turns", reward=-1, turns=2)
+    w.close()
+    row = convert.to_openai_messages(convert.episode(str(p)))
+    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert row["messages"][2]["content"] == "" and row["meta"]["trailing_dropped"] == 1
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    out = tmp_path / "sft.parquet"
+    r = subprocess.run([sys.executable, "-m", "kforge.llm_agent", "convert", str(p), "-o", str(out)],
+                       capture_output=True, text=True, env=env)
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        assert r.returncode == 2 and "needs pyarrow" in r.stderr and not out.exists(), r.stdout + r.stderr
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    back = pq.read_table(str(out)).to_pylist()
+    assert len(back) == 1 and back[0]["messages"][4]["tool_calls"][0]["function"] == call_["function"]
+    assert back[0]["tools"] == row["tools"] and back[0]["reward"] == -1
+
+
 def test_skill_tools_on_a_level2_problem(tmp_path):
     """From the first schedule, the model applies one of kforge's skills itself, then exports and verifies."""
     problem = Path(os.environ.get("KFORGE_KERNELBENCH", "/work/shared/kernelbench")) / "level2" / \

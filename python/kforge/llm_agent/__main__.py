@@ -171,11 +171,11 @@ def main_workspace(argv):
 
 def main_convert(argv, filter_only=False):
     ap = argparse.ArgumentParser(prog="kforge agent " + ("filter" if filter_only else "convert"),
-                                 description="trajectories to the OpenAI-messages multi-turn JSONL of veRL/SkyRL/"
-                                             "OpenRLHF" + (", keeping the episodes the RFT filters keep" if filter_only
-                                                           else ""))
+                                 description="trajectories to OpenAI-messages multi-turn rows (one per episode), "
+                                             "as JSON lines (OpenRLHF) or Parquet (-o FILE.parquet: veRL)" +
+                                             (", keeping the episodes the RFT filters keep" if filter_only else ""))
     ap.add_argument("trajectories", nargs="+")
-    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("-o", "--out", required=True, help="FILE.jsonl, or FILE.parquet (needs pyarrow)")
     ap.add_argument("--format", default="openai-messages", choices=["openai-messages"])
     ap.add_argument("--rft", action="store_true", help="apply the rejection fine-tuning filters")
     ap.add_argument("--loop-repeats", type=int, default=3)
@@ -184,7 +184,11 @@ def main_convert(argv, filter_only=False):
     dropped = []
     if filter_only or a.rft:
         eps, dropped = convert.rft_filter(eps, a.loop_repeats)
-    convert.write_jsonl([convert.to_openai_messages(e) for e in eps], a.out)
+    try:
+        convert.write_rows([convert.to_openai_messages(e) for e in eps], a.out)
+    except convert.MissingDependency as e:
+        print("kforge agent convert: error: %s" % e, file=sys.stderr)
+        return 2
     for ep, why in dropped:
         print("dropped %s: %s" % (ep["path"], why), file=sys.stderr)
     print("kept %d, dropped %d; wrote %s" % (len(eps), len(dropped), a.out))
