@@ -117,7 +117,7 @@ class BenchRun {
   void verify_loop();
   // Compiles r's reference with torch.compile in `baselines` (a baselines worker) so that the profile
   // phase finds it in the baseline cache; a failure is reported, and the profile compiles it then.
-  void precompile_baselines(sandbox::HarnessWorker& baselines, const BenchRecord& r);
+  void precompile_baselines(sandbox::HarnessWorker& baselines, BenchRecord& r);
   // Verification of r's candidate (the baselines are precompiled apart: precompile_baselines).
   sandbox::EvalRequest verify_request(const BenchRecord& r) const {
     sandbox::EvalRequest req;
@@ -314,12 +314,15 @@ void BenchRun::verify_loop() {
   }
 }
 
-void BenchRun::precompile_baselines(sandbox::HarnessWorker& baselines, const BenchRecord& r) {
+void BenchRun::precompile_baselines(sandbox::HarnessWorker& baselines, BenchRecord& r) {
   auto s = baselines.precompile(r.problem.path, protocol_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (!s.is_ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
     progress(r, "baselines not precompiled (profile compiles them): " + s.status().message().substr(0, 100));
+    return;
   }
+  r.compile_cold_seconds = s.value();  // the precompile is torch.compile's cold first call
+  save();
 }
 
 bool BenchRun::fall_back(const BenchRecord& r, const sandbox::EvalResult& first, sandbox::HarnessWorker& worker,

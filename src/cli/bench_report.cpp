@@ -1,6 +1,7 @@
 // bench.json records, metrics per level and the summary table.
 #include "cli/bench_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/table.h"
@@ -110,6 +111,7 @@ OrderedJson record_json(const BenchRecord& r) {
   j["reward"] = reward ? OrderedJson(*reward) : OrderedJson(nullptr);
   j["samples"] = e.samples;
   j["build_seconds"] = r.build_seconds;
+  if (r.compile_cold_seconds) j["compile_cold_seconds"] = *r.compile_cold_seconds;
   j["verify_seconds"] = r.verify_seconds;
   j["out_dir"] = r.out_dir.string();
   if (!r.attempts.empty()) j["attempts"] = r.attempts;
@@ -196,6 +198,8 @@ std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fr
   r.floor_seconds = seconds_of(j, "t_floor_ms");
   r.predicted_seconds = seconds_of(j, "t_predicted_ms");
   r.build_seconds = j.value("build_seconds", 0.0);
+  if (j.contains("compile_cold_seconds") && j["compile_cold_seconds"].is_number())
+    r.compile_cold_seconds = j["compile_cold_seconds"].get<double>();
   r.verify_seconds = j.value("verify_seconds", 0.0);
   r.schedule_hash = j.value("schedule_hash", "");
   r.features = features_from_json(j);
@@ -275,7 +279,33 @@ std::string summary_table(const std::vector<BenchRecord>& records) {
     t.add_rule();
     t.add_row(summary_row("all", metrics_of(levels["all"]), others));
   }
-  return t.render();
+  return t.render() + build_time_line(records);
+}
+
+std::string build_time_line(const std::vector<BenchRecord>& records) {
+  std::vector<double> builds, colds;
+  int paired = 0, within = 0;
+  for (const auto& r : records) {
+    if (!r.built || r.build_seconds <= 0) continue;
+    builds.push_back(r.build_seconds);
+    if (!r.compile_cold_seconds) continue;
+    colds.push_back(*r.compile_cold_seconds);
+    ++paired;
+    within += r.build_seconds <= *r.compile_cold_seconds;
+  }
+  if (builds.empty()) return "";
+  auto median_max = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    char text[64];
+    std::snprintf(text, sizeof text, "median %.1f s, max %.1f s", v[v.size() / 2], v.back());
+    return std::string(text);
+  };
+  std::string line = "build (import, plan, nvcc): " + median_max(builds);
+  if (!colds.empty()) {
+    line += "; torch.compile cold first call: " + median_max(colds) + "; build <= compile's cold call on " +
+            std::to_string(within) + "/" + std::to_string(paired);
+  }
+  return line + "\n";
 }
 
 }  // namespace kforge::cli

@@ -29,6 +29,9 @@ struct BenchRecord {
   std::optional<double> floor_seconds;      // cost model floor of the graph
   std::optional<double> predicted_seconds;  // cost model time of the candidate
   double build_seconds = 0;
+  // torch.compile's cold first call on the same problem (compile and run once, empty Inductor cache for its
+  // graph: the baselines worker's precompile), the bar kforge's build is held to; unset where not measured.
+  std::optional<double> compile_cold_seconds;
   double verify_seconds = 0;
   std::string schedule_hash;     // costmodel::schedule_hash of the candidate built
   std::vector<double> features;  // costmodel::candidate_features (the measurement database's columns)
@@ -54,5 +57,8 @@ std::map<std::string, std::vector<const BenchRecord*>> by_level(const std::vecto
 sandbox::SuiteMetrics metrics_of(const std::vector<const BenchRecord*>& rs);
 OrderedJson metrics_json(const sandbox::SuiteMetrics& m);
 std::string summary_table(const std::vector<BenchRecord>& records);
+// The line under it: kforge's build times (import, plan, nvcc) beside torch.compile's cold first call on the
+// same problems, and on how many the build took no longer; "" when nothing was built.
+std::string build_time_line(const std::vector<BenchRecord>& records);
 
 }  // namespace kforge::cli

@@ -14,6 +14,9 @@ FAKE = r'''#!PYTHON
 import json, os, sys
 for line in sys.stdin:
     req = json.loads(line)
+    if req.get("cmd") == "precompile_reference":  # the baselines worker: torch.compile's cold first call
+        print(json.dumps({"outcome": "ok", "precompile_seconds": 42.0}), flush=True)
+        continue
     name = os.path.basename(os.path.dirname(req["candidate"]))
     if not req["verify"] and not req["profile"]:
         raise SystemExit("a request that asks for nothing")
@@ -67,6 +70,13 @@ def test_bench_gpu_flow_with_a_stand_in_harness(tmp_path):
     assert abs(s["max_repeat_diff"] - 0.01) < 1e-9 and by["19_ReLU"]["t_candidate_repeat_ms"] == 1.01
     assert "level1/20_LeakyReLU: wrong_answer" in r.stdout
     assert "Stand-in GPU" in r.stdout
+    # Build time beside torch.compile's cold first call (the precompile), for the verified problems.
+    assert by["19_ReLU"]["compile_cold_seconds"] == 42.0 and "compile_cold_seconds" not in by["20_LeakyReLU"]
+    line = [x for x in r.stdout.splitlines() if x.startswith("build (import, plan, nvcc): median ")]
+    assert line and "; torch.compile cold first call: median 42.0 s, max 42.0 s; build <= compile's cold call on " \
+        in line[0], r.stdout
+    within, paired = line[0].rsplit(" ", 1)[1].split("/")
+    assert within == paired and int(paired) == sum("compile_cold_seconds" in p for p in doc["problems"]) >= 2, line
 
 
 def test_bench_time_limit_leaves_unreached_problems_out(tmp_path):
@@ -91,6 +101,9 @@ import json, os, sys, time
 log = os.environ["FAKE_LOG"]
 for line in sys.stdin:
     req = json.loads(line)
+    if req.get("cmd") == "precompile_reference":  # the baselines worker: torch.compile's cold first call
+        print(json.dumps({"outcome": "ok", "precompile_seconds": 42.0}), flush=True)
+        continue
     name = os.path.basename(os.path.dirname(req["candidate"]))
     with open(log, "a") as f:
         f.write("%s %s\n" % ("verify" if req["verify"] else "profile", name))
