@@ -200,6 +200,8 @@ class Candidate:
         synchronize(self.device)
         outs = checked_outputs(out, inputs)
         del out, inputs
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()  # the inputs' blocks back to the GPU while the harness compares
         if isinstance(outs, dict):
             return outs
         if self.device.startswith("cuda"):

@@ -330,9 +330,44 @@ def open_shared(m, dtype, shape, device):
     return t
 
 
-def compare(ref_out, cand_out, atol, rtol):
-    """Returns (ok, max_abs_err, max_rel_err, message)."""
+COMPARE_CHUNK = 1 << 24  # elements compared at once: 16 Mi doubles is 128 MiB per temporary
+
+
+def _chunks(a, b, chunk):
+    """Pairs of flat slices of a and b (same shape), `chunk` elements at a time: a comparison's float64
+    temporaries stay small however large the outputs are (a level-1 output of 6 GB in float32 would
+    need five 12 GB temporaries at once, which an 80 GB GPU shared with the candidate does not have)."""
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    for start in range(0, fa.numel(), chunk):
+        yield fa[start:start + chunk], fb[start:start + chunk]
+
+
+def compare_one(a, b, atol, rtol, chunk=None):
+    """One output against the reference's, chunk by chunk in float64; returns (ok, max_abs_err,
+    max_rel_err, why) with why one of None, "nonfinite", "differs". The verdict and the errors are
+    those of the whole tensors at once: allclose and the maxima are elementwise."""
     import torch
+    chunk = chunk or COMPARE_CHUNK
+    max_abs = 0.0
+    max_rel = 0.0
+    ok = True
+    for ca, cb in _chunks(a, b, chunk):
+        af = ca.double()
+        bf = cb.double()
+        fin_b = torch.isfinite(bf)
+        if not bool(fin_b.all()) and not torch.equal(fin_b, torch.isfinite(af)):
+            return False, None, None, "nonfinite"
+        diff = (bf - af).abs()
+        diff = torch.where(torch.isfinite(diff), diff, torch.zeros_like(diff))
+        max_abs = max(max_abs, float(diff.max()))
+        max_rel = max(max_rel, float((diff / af.abs().clamp_min(1e-12)).max()))
+        if ok and not torch.allclose(bf, af, atol=atol, rtol=rtol, equal_nan=False):
+            ok = False  # keep going: the errors reported are the whole output's
+    return ok, max_abs, max_rel, None if ok else "differs"
+
+
+def compare(ref_out, cand_out, atol, rtol, chunk=None):
+    """Returns (ok, max_abs_err, max_rel_err, message)."""
     r = flatten(ref_out)
     c = flatten(cand_out)
     if len(r) != len(c):
@@ -344,21 +379,27 @@ def compare(ref_out, cand_out, atol, rtol):
             return False, None, None, "output %d has shape %s, expected %s" % (i, tuple(b.shape), tuple(a.shape))
         if a.dtype != b.dtype:
             return False, None, None, "output %d has dtype %s, expected %s" % (i, b.dtype, a.dtype)
-        bf = b.double()
-        af = a.double()
-        if not torch.isfinite(bf).all() and not torch.equal(torch.isfinite(bf), torch.isfinite(af)):
+        ok, a_err, r_err, why = compare_one(a, b, atol, rtol, chunk)
+        if why == "nonfinite":
             return False, None, None, "output %d has NaN or Inf where the reference has none" % i
-        diff = (bf - af).abs()
-        diff = torch.where(torch.isfinite(diff), diff, torch.zeros_like(diff))
-        if diff.numel():
-            max_abs = max(max_abs, float(diff.max()))
-            max_rel = max(max_rel, float((diff / af.abs().clamp_min(1e-12)).max()))
-        if not torch.allclose(bf, af, atol=atol, rtol=rtol, equal_nan=False):
+        max_abs = max(max_abs, a_err)
+        max_rel = max(max_rel, r_err)
+        if not ok:
             return False, max_abs, max_rel, "output %d differs: max abs err %.3g, max rel err %.3g" % (i, max_abs, max_rel)
     return True, max_abs, max_rel, ""
 
 
-def loose_tolerance_warnings(ref_out, inputs, atol, rtol):
+def _close_everywhere(x, y, atol, rtol, chunk=None):
+    """torch.allclose(x, y) without a temporary the size of either (x, y: one shape and dtype)."""
+    import torch
+    return all(torch.allclose(cx, cy, atol=atol, rtol=rtol) for cx, cy in _chunks(x, y, chunk or COMPARE_CHUNK))
+
+
+def _max_abs(x, chunk=None):
+    return max(float(cx.abs().max()) for cx, _ in _chunks(x, x, chunk or COMPARE_CHUNK))
+
+
+def loose_tolerance_warnings(ref_out, inputs, atol, rtol, chunk=None):
     """Outputs whose scale the tolerance does not resolve: all zeros, or an input of the same shape
     passed through, would also pass allclose (a candidate could be wrong and verified)."""
     import torch
@@ -366,13 +407,14 @@ def loose_tolerance_warnings(ref_out, inputs, atol, rtol):
     for i, a in enumerate(ref_out):
         if a.numel() == 0 or not a.dtype.is_floating_point:
             continue
-        if torch.allclose(torch.zeros_like(a), a, atol=atol, rtol=rtol):
+        zero = torch.zeros((), dtype=a.dtype, device=a.device)
+        if all(torch.allclose(zero.expand_as(ca), ca, atol=atol, rtol=rtol) for ca, _ in _chunks(a, a, chunk or COMPARE_CHUNK)):
             warnings.append("output %d would also pass as all zeros (max |ref| %.3g <= atol %g): the tolerance "
-                            "does not resolve its scale" % (i, float(a.abs().max()), atol))
+                            "does not resolve its scale" % (i, _max_abs(a, chunk), atol))
             continue
         for k, x in enumerate(inputs):
             if isinstance(x, torch.Tensor) and x.shape == a.shape and x.dtype == a.dtype and \
-                    torch.allclose(x, a, atol=atol, rtol=rtol):
+                    _close_everywhere(x, a, atol, rtol, chunk):
                 warnings.append("output %d would also pass as input %d unchanged" % (i, k))
                 break
     return warnings
@@ -397,6 +439,8 @@ def verify(ref_mod, child, protocol, device, seeds=None):
                 warnings = loose_tolerance_warnings(ref_out, inputs, atol, rtol)
             del inputs
             synchronize(device)
+            if str(device).startswith("cuda"):
+                torch.cuda.empty_cache()  # the inputs' blocks back to the GPU, for the candidate's process
             ans = child.receive()
             if "outcome" in ans:
                 return {"outcome": ans["outcome"], "message": "seed %d: %s" % (seed, ans.get("message", ""))}

@@ -66,3 +66,52 @@ def test_loose_tolerance_warnings():
     assert len(w) == 2 and "output 0 would also pass as all zeros" in w[0] and "output 2" in w[1] and "input 0" in w[1]
     assert harness.loose_tolerance_warnings([small, big, near], [x], 1e-4, 1e-4) == []
     assert harness.loose_tolerance_warnings([torch.zeros(3, dtype=torch.int64)], [], 1e-2, 1e-2) == []
+
+
+def test_loose_tolerance_warnings_in_chunks_agree_with_whole_tensors():
+    small = torch.full((64,), 1e-3)
+    x = torch.randn(8, 8)
+    near = x + 1e-3
+    big = torch.randn(64) * 10
+    whole = harness.loose_tolerance_warnings([small, big, near], [x], 1e-2, 1e-2)
+    assert harness.loose_tolerance_warnings([small, big, near], [x], 1e-2, 1e-2, chunk=5) == whole
+    small[37] = 1.0  # one element past the tolerance, in a late chunk
+    assert not any("output 0" in w for w in harness.loose_tolerance_warnings([small], [], 1e-2, 1e-2, chunk=5))
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 7, 1000])
+def test_compare_in_chunks_gives_the_whole_tensors_verdict_and_errors(chunk):
+    """The comparison runs chunk by chunk (float64 temporaries of a bounded size); verdict, maximum
+    absolute and relative errors are those of the whole outputs, wherever the worst element lies."""
+    torch.manual_seed(0)
+    ref = torch.randn(10, 13)
+    cand = ref + 1e-5 * torch.randn(10, 13)
+    ok, a, r, msg = harness.compare([ref], [cand], 1e-4, 1e-4, chunk=chunk)
+    diff = (cand.double() - ref.double()).abs()
+    assert ok and msg == ""
+    assert a == pytest.approx(float(diff.max())) and r == pytest.approx(float((diff / ref.double().abs()).max()))
+
+    worse = cand.clone()
+    worse[9, 12] += 0.5  # the last element: the last chunk
+    ok, a, r, msg = harness.compare([ref], [worse], 1e-4, 1e-4, chunk=chunk)
+    assert not ok and "output 0 differs" in msg and a == pytest.approx(0.5, rel=1e-3)
+
+    early = cand.clone()
+    early[0, 0] += 0.25  # wrong in the first chunk; the errors still cover every chunk
+    early[9, 12] += 0.5
+    ok, a, r, _ = harness.compare([ref], [early], 1e-4, 1e-4, chunk=chunk)
+    assert not ok and a == pytest.approx(0.5, rel=1e-3)
+
+    nan = cand.clone()
+    nan[5, 5] = float("nan")
+    ok, a, r, msg = harness.compare([ref], [nan], 1e-4, 1e-4, chunk=chunk)
+    assert not ok and "NaN or Inf where the reference has none" in msg and a is None
+
+    both_inf_ref, both_inf_cand = ref.clone(), cand.clone()
+    both_inf_ref[3, 3] = both_inf_cand[3, 3] = float("inf")  # the same infinity in both: close
+    assert harness.compare([both_inf_ref], [both_inf_cand], 1e-4, 1e-4, chunk=chunk)[0]
+
+    strided = cand.t().contiguous().t()  # another layout, the same values
+    assert harness.compare([ref], [strided], 1e-4, 1e-4, chunk=chunk)[0]
+    empty = torch.empty(0, 3)
+    assert harness.compare([empty], [empty.clone()], 1e-4, 1e-4, chunk=chunk) == (True, 0.0, 0.0, "")
