@@ -8,6 +8,7 @@
 #   .gpu/COMMIT     the commit (and +dirty) the binary was built from
 # Then: device run with carry [".gpu"] and command `bash bench/gpu_run.sh`.
 # EXTRA_SUITES="tests/unseen tests/zoo" stages those folders too, as levels named by their last part.
+# WARM_PROTOCOLS="cuda-agent" warms the cache for those protocols only (default: cuda-agent kernelbench).
 # NO_WARM=1 skips warming the cache here (the GPU machine then builds on its 16 cores: minutes of
 # device time for 150 problems, against tens of minutes on a 2-core CPU machine).
 set -euo pipefail
@@ -43,7 +44,7 @@ if [ -x /usr/bin/bwrap ]; then mkdir -p .gpu/bin && cp /usr/bin/bwrap .gpu/bin/b
 commit=$(git rev-parse --short HEAD)
 [ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit+dirty"
 echo "$commit" > .gpu/COMMIT
-for protocol in $([ -n "${NO_WARM:-}" ] || echo cuda-agent kernelbench); do
+for protocol in $([ -n "${NO_WARM:-}" ] || echo "${WARM_PROTOCOLS:-cuda-agent kernelbench}"); do
   KFORGE_CACHE=$PWD/.gpu/cache ./build/kforge bench --suite .gpu/kb --protocol "$protocol" --device cpu \
     --out build/gpu-batch/"$protocol" --force > build/gpu-batch-"$protocol".log 2>&1 || true
   tail -6 build/gpu-batch-"$protocol".log
