@@ -205,6 +205,8 @@ StatusOr<TaskSet> load_tasks(const std::vector<std::string>& paths, const TaskLo
     ++done;
     if (options.progress) options.progress(done, total);
   };
+  // A changed importer (python/kforge, ops.def) makes new graphs: the cache is keyed by its sources too.
+  KF_ASSIGN_OR_RETURN(std::string importer, sandbox::importer_fingerprint());
   std::vector<Pending> pending(files.size());
   std::vector<Pending*> todo;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -217,7 +219,8 @@ StatusOr<TaskSet> load_tasks(const std::vector<std::string>& paths, const TaskLo
       continue;
     }
     p.source = std::move(text).value();
-    p.cache_path = cache / (content_hash(p.source + "\n--protocol " + options.protocol) + ".json");
+    p.cache_path =
+        cache / (content_hash(p.source + "\n--protocol " + options.protocol + "\n--importer " + importer) + ".json");
     if (auto cached = read_file(p.cache_path); cached.is_ok()) {
       if (auto j = parse_json(cached.value(), p.cache_path.string()); j.is_ok()) {
         if (j->contains("error")) {
