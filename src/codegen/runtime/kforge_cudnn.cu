@@ -837,6 +837,8 @@ int weight_layout(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
   (void)cudnnDestroyTensorDescriptor(b);
   if (!problem.empty()) return fail(rnn, problem);
   // Merge runs that continue each other in the same tensor and in the space (torch's own layout: one per tensor).
+  std::sort(p->runs.begin(), p->runs.end(),
+            [](const Run& a, const Run& b) { return std::tie(a.weight, a.offset) < std::tie(b.weight, b.offset); });
   std::vector<Run> merged;
   for (const Run& r : p->runs) {
     if (!merged.empty()) {
@@ -853,11 +855,11 @@ int weight_layout(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
   return 0;
 }
 
-int make_plan(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
+int make_plan(KfContext* ctx, cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
   int rc = make_descriptors(handle, rnn, p);
   if (rc != 0) return rc;
   KF_RNN_CUDA(cudaMalloc(reinterpret_cast<void**>(&p->space), p->weight_bytes));
-  KF_RNN_CUDA(cudaMemset(p->space, 0, p->weight_bytes));
+  KF_RNN_CUDA(cudaMemsetAsync(p->space, 0, p->weight_bytes, ctx->stream));  // before the first copy, in order
   return weight_layout(handle, rnn, p);
 }
 
@@ -901,9 +903,13 @@ extern "C" int kf_cudnn_rnn(KfContext* ctx, const KfCudnnRnn* rnn, const void* x
   auto it = plans->find(key);
   if (it == plans->end()) {
     Plan p;
-    const int rc = make_plan(handle, rnn, &p);
+    const int rc = make_plan(ctx, handle, rnn, &p);
     if (rc != 0) return rc;  // descriptors of a failed plan are left (a failed first call is an error anyway)
     it = plans->emplace(key, p).first;
+    if (kf_cudnn_backend::log_enabled()) {
+      std::fprintf(stderr, "kforge cudnn: %s: RNN weight space %zu bytes in %zu runs, workspace %zu bytes\n", rnn->name,
+                   p.weight_bytes, p.runs.size(), p.workspace_bytes);
+    }
   }
   const Plan& p = it->second;
   const int rc = pack(ctx, rnn, p, weights);
