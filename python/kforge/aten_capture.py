@@ -102,6 +102,10 @@ def capture(tracer, func, shown, args, kwargs, out):
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils import _pytree as pytree
 
+    from . import recurrent
+    kept = recurrent.keep_whole(tracer, func, args, kwargs, out)  # nn.LSTM / GRU / RNN as one `rnn` node
+    if kept is not None:
+        return kept
     flat, spec = pytree.tree_flatten((list(args), dict(kwargs)))
     slots = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
 

@@ -13,7 +13,7 @@ namespace kforge::agent {
 
 // Slots of the op-family histograms: one per family of the registry (ir/op_families.def), in that
 // order, up to Full; families added after it (Logical, Index, Unfold, Pad, Resample,
-// Order, CumExtreme, Scatter, Fold) share the slot of their
+// Order, CumExtreme, Scatter, Fold, Recurrent) share the slot of their
 // kin (family_slot in features.cpp), so that the shipped checkpoint's dimensions stay.
 constexpr int kNumOpFamilies = static_cast<int>(ir::OpFamily::kFull) + 1;
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "ir/recurrent.h"
 #include "ir/shape_rules.h"
 
 namespace kforge::costmodel {
@@ -21,6 +22,11 @@ constexpr double kConvRateChannelsLast = 0.45;
 // kforge's implicit GEMM (conv_implicit_gemm: mma.sync m16n8k8, operands from shared memory, no wgmma):
 // an assumed fraction of the TF32 peak; the convolutions it takes are bound by their result's write.
 constexpr double kConvRateImplicitGemm = 0.35;
+// A recurrent layer on cuDNN (cudnn_rnn): the input GEMMs of all steps run at once, the recurrent ones step
+// by step, small and latency-bound. Assumed, not measured yet: the GEMMs at this fraction of the TF32 peak,
+// plus a fixed latency per time step and layer (both directions of a layer step together).
+constexpr double kRnnRate = 0.25;
+constexpr double kRnnStepSeconds = 6e-6;
 
 double prod(const ir::Shape& s, size_t from = 0) {
   double p = 1;
@@ -33,8 +39,8 @@ bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s, const sch
   // An einsum counts as a contraction when it runs as a cuBLAS GEMM (einsum_gemm).
   bool contraction = f == ir::OpFamily::kMatmul || f == ir::OpFamily::kLinear || f == ir::OpFamily::kAttention ||
                      (f == ir::OpFamily::kEinsum && k != nullptr && k->strategy == schedule::Strategy::kCublasGemm);
-  bool conv = f == ir::OpFamily::kConv || f == ir::OpFamily::kConvTranspose;
-  // cuDNN runs fp32 convolutions in TF32 by default (as PyTorch's reference does).
+  bool conv = f == ir::OpFamily::kConv || f == ir::OpFamily::kConvTranspose || f == ir::OpFamily::kRecurrent;
+  // cuDNN runs fp32 convolutions and recurrent layers in TF32 by default (as PyTorch's reference does).
   return conv || (contraction && s.precision != "fp32");
 }
 
@@ -82,6 +88,13 @@ double node_flops(const ir::Graph& g, const ir::Node& n) {
       return prod(out.shape) * window;
     }
     case ir::OpFamily::kReshape: return 0;
+    case ir::OpFamily::kRecurrent: {
+      // The GEMMs, and about 10 pointwise operations per gate and step.
+      auto r = ir::rnn_geometry(g, n);
+      if (!r.is_ok()) return prod(out.shape);
+      return r->gemm_flops() +
+             10.0 * static_cast<double>(r->gates) * static_cast<double>(r->state_numel()) * static_cast<double>(r->seq);
+    }
     // Data movement: index arithmetic per output element, no arithmetic on the values.
     case ir::OpFamily::kIndex:
     case ir::OpFamily::kUnfold:
@@ -180,10 +193,19 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
       conv_rate = kConvRateNchw;
     }
   }
+  double serial = 0;  // latency of steps that cannot overlap (a recurrent layer's time steps)
+  if (k.impl == schedule::Impl::kLibrary && k.strategy == schedule::Strategy::kCudnnRnn) {
+    conv_rate = kRnnRate;
+    if (auto r = ir::rnn_geometry(g, root); r.is_ok()) {
+      serial = kRnnStepSeconds * static_cast<double>(r->seq) * static_cast<double>(r->layers);
+    }
+  }
   double compute = c.flops / ((tensor_cores ? d.tf32_flops : d.fp32_flops) * conv_rate);
   double memory = c.bytes / d.bytes_per_second;
-  c.seconds = std::max(compute, memory) + d.launch_seconds;
-  c.bound = std::max(compute, memory) < d.launch_seconds ? "launch" : (compute > memory ? "compute" : "memory");
+  c.seconds = std::max(compute, memory) + serial + d.launch_seconds;
+  c.bound = std::max(compute, memory) + serial < d.launch_seconds
+                ? "launch"
+                : (serial > std::max(compute, memory) ? "latency" : (compute > memory ? "compute" : "memory"));
   return c;
 }
 

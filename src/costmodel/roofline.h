@@ -24,7 +24,7 @@ struct KernelCost {
   double flops = 0;
   double bytes = 0;    // compulsory traffic: every input read once, the output written once
   double seconds = 0;  // max(compute, memory) + launch
-  std::string bound;   // "compute", "memory" or "launch"
+  std::string bound;   // "compute", "memory", "launch" or "latency" (a recurrent layer's serial steps)
 };
 
 struct ProgramCost {

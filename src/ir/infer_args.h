@@ -27,6 +27,8 @@ StatusOr<TensorType> infer_Order(const InferArgs& x);
 StatusOr<TensorType> infer_CumExtreme(const InferArgs& x);
 StatusOr<TensorType> infer_Scatter(const InferArgs& x);
 StatusOr<TensorType> infer_Fold(const InferArgs& x);
+// recurrent.cpp.
+StatusOr<TensorType> infer_Recurrent(const InferArgs& x);
 // Ops of the Index and Pad families kept there too.
 StatusOr<TensorType> infer_one_hot(const InferArgs& x);
 StatusOr<TensorType> infer_embedding_bag(const InferArgs& x);

@@ -1,4 +1,5 @@
-// One kernel per node; reshapes become aliases; GEMM-like ops go to cuBLAS, convolutions to cuDNN.
+// One kernel per node; reshapes become aliases; GEMM-like ops go to cuBLAS, convolutions and recurrent layers to
+// cuDNN.
 #include "schedule/planner.h"
 
 namespace kforge::schedule {
@@ -12,6 +13,7 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
     case OpFamily::kConv: return {Impl::kLibrary, Strategy::kCudnnConv};
     case OpFamily::kConvTranspose: return {Impl::kLibrary, Strategy::kCudnnConvTranspose};
     case OpFamily::kAttention: return {Impl::kLibrary, Strategy::kCublasAttention};
+    case OpFamily::kRecurrent: return {Impl::kLibrary, Strategy::kCudnnRnn};
     case OpFamily::kUnary:
     case OpFamily::kCast:
     case OpFamily::kBinary:

@@ -210,6 +210,24 @@ OPS = {
 }
 
 
+def _rnn(ins, a):
+    """The `rnn` op: torch's own _VF function on the operands, results packed as the op packs them."""
+    x, h0, c0, weights = ins[0], ins[1], ins[2], ins[3:]
+    d = 2 if a["bidirectional"] else 1
+    batch = x.shape[0] if a["batch_first"] else x.shape[1]
+    zeros = lambda: torch.zeros(a["num_layers"] * d, batch, a["hidden_size"], dtype=x.dtype)  # noqa: E731
+    h0 = zeros() if h0 is None else h0
+    settings = (a["has_biases"], a["num_layers"], 0.0, False, a["bidirectional"], a["batch_first"])
+    if a["mode"] == "lstm":
+        out = torch.lstm(x, [h0, zeros() if c0 is None else c0], weights, *settings)
+    else:
+        out = getattr(torch, a["mode"])(x, h0, weights, *settings)
+    return torch.cat([t.reshape(-1) for t in out])
+
+
+OPS["rnn"] = _rnn
+
+
 def run_graph(graph, values):
     """values: {input or param id: tensor}; returns the output tensors in order."""
     env = dict(values)

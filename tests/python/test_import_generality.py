@@ -98,12 +98,25 @@ LSTM = """
 """
 
 
+def ops_def_without(tmp_path, op):
+    """An ops.def without one op: the importer then does what it did before that op existed."""
+    path = tmp_path / f"ops_without_{op}.def"
+    path.write_text("".join(line for line in open(OPS_DEF) if f'"{op}"' not in line))
+    return str(path)
+
+
 def test_lstm_two_layers_bidirectional_with_states(tmp_path):
     g = verified(tmp_path, LSTM, modes=("eval", "train"))
+    assert ops_of(g) == {"rnn", "slice", "reshape", "select", "linear"}  # kept whole (python/kforge/recurrent.py)
+    assert len(g["outputs"]) == 3
+    # without the op `rnn`: captured as an ATen graph and decomposed, one node per step and gate
+    path = problem(tmp_path, LSTM, "decomposed.py")
+    g = imported(path, "eval", ops_def_without(tmp_path, "rnn"))
+    graph_executor.check_problem(path, g)
     assert {"linear", "sigmoid", "tanh", "mul", "add", "stack", "cat"} <= ops_of(g)
     assert len(g["outputs"]) == 3
     assert {n["shape"][0] for n in g["nodes"] if n["id"] in g["outputs"][1:]} == {4}
-    assert all(n["loc"] == "problem.py:12" for n in g["nodes"] if n["op"] == "sigmoid")
+    assert all(n["loc"] == "decomposed.py:12" for n in g["nodes"] if n["op"] == "sigmoid")
 
 
 def test_gru_and_rnn(tmp_path):

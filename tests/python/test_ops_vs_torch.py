@@ -110,6 +110,11 @@ CASES = [
     ("bags_fold", ["embedding_bag", "fold"],
      "return F.embedding_bag(y, x, mode='max'), F.fold(z, (%d, %d), 2)" % (H, W),
      [(N, L), "torch.randint(0, %d, (3, 4))" % N, (N, 4 * C, (H - 1) * (W - 1))], ""),
+    ("recurrent", ["rnn"],
+     "o, (h, c) = self.lstm(x, (y, y)); g, hg = self.gru(x.transpose(0, 1))\nreturn o, h, c, g, hg",
+     [(L, N, C), (4, N, 5)],
+     "self.lstm = nn.LSTM(%d, 5, num_layers=2, bidirectional=True)\n"
+     "self.gru = nn.GRU(%d, 3, batch_first=True, bias=False)" % (C, C)),
 ]
 
 def problem_source(body, shapes, init):

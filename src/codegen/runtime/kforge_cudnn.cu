@@ -1,5 +1,6 @@
 // cuDNN for generated programs: a handle per device, bound to the caller's stream on every call, and
-// convolutions on cuDNN's backend API that run the engine PyTorch 2.x runs for the same problem.
+// convolutions on cuDNN's backend API that run the engine PyTorch 2.x runs for the same problem; recurrent layers
+// (kf_cudnn_rnn, at the end) on its RNN API, set up as torch sets them up.
 //
 // Why the same engine: the reference convolution is torch's, in TF32 by default
 // (torch.backends.cudnn.allow_tf32), and two TF32 engines round differently, by up to a few 1e-3 on
@@ -657,3 +658,271 @@ extern "C" void kforge_release_scratch(void) {
   }
   if (current >= 0) (void)cudaSetDevice(current);
 }
+
+// ---- recurrent layers: kf_cudnn_rnn ----
+//
+// The setup of torch's _cudnn_rnn (aten/src/ATen/native/cudnn/RNN.cpp, cuDNN's v8 RNN API) for float32
+// inference: cudnnSetRNNDescriptor_v8 with CUDNN_RNN_ALGO_STANDARD (torch's choice for fp32), the cell mode,
+// CUDNN_RNN_DOUBLE_BIAS (torch's bias mode whatever has_biases says; without biases it leaves them zero),
+// CUDNN_LINEAR_INPUT, the data and compute type float, CUDNN_DEFAULT_MATH when TF32 is allowed (torch's
+// default, torch.backends.cudnn.allow_tf32 = True) or CUDNN_FMA_MATH, projSize = hiddenSize, a dropout
+// descriptor with dropout 0 (torch's set_no_dropout) and CUDNN_RNN_PADDED_IO_ENABLED (unpacked input);
+// unpacked RNN data descriptors with every sequence of the full length (SEQ_MAJOR, or BATCH_MAJOR for
+// batch_first, where torch transposes to sequence-major instead); then cudnnRNNForward in
+// CUDNN_FWD_MODE_INFERENCE with devSeqLengths null, as in torch. Null h0 / c0 are zeros to cuDNN; the cell
+// state's descriptor is given for every mode, as torch gives it (cuDNN reads it for an lstm only).
+//
+// The weights: torch's flat weights are views into one buffer laid out as cuDNN's weight space, and torch
+// copies them there when they are not. Here the layout is read once per device (cudnnGetRNNWeightParams:
+// the address of every gate's matrix and bias), merged into runs that are contiguous in both torch's
+// tensors and the space, and every call copies the weights into the space with one kernel launch per
+// 64 runs (the runs go by value, so a captured CUDA graph keeps its own pointers). The descriptors, the
+// space (zeroed once: the biases of a layer without biases stay zero) and the runs are made on the first
+// call per device, eagerly; a later call, captured into a CUDA graph or not, only launches the copy and
+// cudnnRNNForward. The workspace is the program's scratch when large enough, else the per-device
+// buffer the convolutions grow (workspace_for). Calls of one program on two streams at once would share
+// the space: the programs kforge generates run one stream at a time.
+
+namespace kf_cudnn_rnn_impl {
+
+constexpr int kRunsPerLaunch = 64;
+
+// Runs of floats to copy: from a weight tensor (at an element offset) to an offset of the space.
+struct CopyRuns {
+  const float* src[kRunsPerLaunch];
+  int64_t dst[kRunsPerLaunch];
+  int64_t count[kRunsPerLaunch];
+};
+
+__global__ void pack_weights(CopyRuns runs, int n, float* space) {
+  const int r = blockIdx.y;
+  if (r >= n) return;
+  const float* src = runs.src[r];
+  float* dst = space + runs.dst[r];
+  const int64_t count = runs.count[r];
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
+    dst[i] = src[i];
+  }
+}
+
+// Where a run starts in torch's tensors: weight `weight`, element `offset`.
+struct Run {
+  int weight;
+  int64_t offset;
+  int64_t space_offset;  // in floats
+  int64_t count;
+};
+
+struct Plan {
+  cudnnRNNDescriptor_t rnn = nullptr;
+  cudnnDropoutDescriptor_t dropout = nullptr;
+  cudnnRNNDataDescriptor_t x = nullptr;
+  cudnnRNNDataDescriptor_t y = nullptr;
+  cudnnTensorDescriptor_t h = nullptr;
+  size_t weight_bytes = 0;
+  size_t workspace_bytes = 0;
+  float* space = nullptr;  // cuDNN's weight space, per device
+  std::vector<Run> runs;
+};
+
+int fail(const KfCudnnRnn* rnn, const std::string& what) {
+  return kf_fail(1, "%s: %s", rnn->name, what.c_str());
+}
+
+#define KF_RNN_CALL(call)                                                                  \
+  do {                                                                                     \
+    const cudnnStatus_t kf_rnn_status_ = (call);                                           \
+    if (kf_rnn_status_ != CUDNN_STATUS_SUCCESS) {                                          \
+      return fail(rnn, kf_cudnn_backend::describe_failure(#call, kf_rnn_status_));         \
+    }                                                                                      \
+  } while (0)
+
+#define KF_RNN_CUDA(call)                                                                           \
+  do {                                                                                              \
+    const cudaError_t kf_rnn_error_ = (call);                                                       \
+    if (kf_rnn_error_ != cudaSuccess) {                                                             \
+      return fail(rnn, std::string(#call) + " failed: " + cudaGetErrorString(kf_rnn_error_));       \
+    }                                                                                               \
+  } while (0)
+
+int gates_of(const KfCudnnRnn* rnn) {
+  return rnn->cell_mode == CUDNN_LSTM ? 4 : rnn->cell_mode == CUDNN_GRU ? 3 : 1;
+}
+
+// The descriptors torch makes for this layer.
+int make_descriptors(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
+  const int directions = rnn->bidirectional ? 2 : 1;
+  KF_RNN_CALL(cudnnCreateDropoutDescriptor(&p->dropout));
+  KF_RNN_CALL(cudnnSetDropoutDescriptor(p->dropout, handle, 0.0f, nullptr, 0, 0));
+  KF_RNN_CALL(cudnnCreateRNNDescriptor(&p->rnn));
+  KF_RNN_CALL(cudnnSetRNNDescriptor_v8(
+      p->rnn, CUDNN_RNN_ALGO_STANDARD, static_cast<cudnnRNNMode_t>(rnn->cell_mode), CUDNN_RNN_DOUBLE_BIAS,
+      rnn->bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
+      CUDNN_DATA_FLOAT, static_cast<cudnnMathType_t>(rnn->math_type), rnn->input_size, rnn->hidden_size,
+      rnn->hidden_size, rnn->num_layers, p->dropout, CUDNN_RNN_PADDED_IO_ENABLED));
+  const cudnnRNNDataLayout_t layout =
+      rnn->batch_first ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
+  std::vector<int> lengths(static_cast<size_t>(rnn->batch), rnn->seq);
+  KF_RNN_CALL(cudnnCreateRNNDataDescriptor(&p->x));
+  KF_RNN_CALL(cudnnSetRNNDataDescriptor(p->x, CUDNN_DATA_FLOAT, layout, rnn->seq, rnn->batch, rnn->input_size,
+                                        lengths.data(), nullptr));
+  KF_RNN_CALL(cudnnCreateRNNDataDescriptor(&p->y));
+  KF_RNN_CALL(cudnnSetRNNDataDescriptor(p->y, CUDNN_DATA_FLOAT, layout, rnn->seq, rnn->batch,
+                                        directions * rnn->hidden_size, lengths.data(), nullptr));
+  const int hdims[3] = {rnn->num_layers * directions, rnn->batch, rnn->hidden_size};
+  const int hstrides[3] = {rnn->batch * rnn->hidden_size, rnn->hidden_size, 1};
+  KF_RNN_CALL(cudnnCreateTensorDescriptor(&p->h));
+  KF_RNN_CALL(cudnnSetTensorNdDescriptor(p->h, CUDNN_DATA_FLOAT, 3, hdims, hstrides));
+  KF_RNN_CALL(cudnnGetRNNWeightSpaceSize(handle, p->rnn, &p->weight_bytes));
+  size_t reserve = 0;
+  KF_RNN_CALL(
+      cudnnGetRNNTempSpaceSizes(handle, p->rnn, CUDNN_FWD_MODE_INFERENCE, p->x, &p->workspace_bytes, &reserve));
+  return 0;
+}
+
+// The elements a tensor descriptor of cuDNN's weight layout describes.
+int64_t elements_of(cudnnTensorDescriptor_t d) {
+  cudnnDataType_t type;
+  int nb = 0, dims[8] = {0}, strides[8] = {0};
+  if (cudnnGetTensorNdDescriptor(d, 8, &type, &nb, dims, strides) != CUDNN_STATUS_SUCCESS) return -1;
+  int64_t n = 1;
+  for (int i = 0; i < nb; ++i) n *= dims[i];
+  return n;
+}
+
+// Where each gate's matrix and bias of torch's weights goes in the space, merged into runs.
+int weight_layout(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
+  const int directions = rnn->bidirectional ? 2 : 1;
+  const int gates = gates_of(rnn);
+  const int per = rnn->has_biases ? 4 : 2;
+  const int64_t hidden = rnn->hidden_size;
+  if (rnn->num_weights != rnn->num_layers * directions * per) {
+    return fail(rnn, "expected " + std::to_string(rnn->num_layers * directions * per) + " weights, got " +
+                         std::to_string(rnn->num_weights));
+  }
+  cudnnTensorDescriptor_t m = nullptr, b = nullptr;
+  KF_RNN_CALL(cudnnCreateTensorDescriptor(&m));
+  KF_RNN_CALL(cudnnCreateTensorDescriptor(&b));
+  std::string problem;
+  for (int layer = 0; layer < rnn->num_layers && problem.empty(); ++layer) {
+    const int64_t in = layer == 0 ? rnn->input_size : directions * hidden;
+    for (int dir = 0; dir < directions && problem.empty(); ++dir) {
+      const int pseudo = layer * directions + dir;
+      const int first = pseudo * per;  // w_ih; w_hh, b_ih, b_hh follow
+      for (int lin = 0; lin < 2 * gates; ++lin) {
+        void* maddr = nullptr;
+        void* baddr = nullptr;
+        const cudnnStatus_t s = cudnnGetRNNWeightParams(handle, p->rnn, pseudo, p->weight_bytes, p->space, lin, m,
+                                                        &maddr, b, &baddr);
+        if (s != CUDNN_STATUS_SUCCESS) {
+          problem = kf_cudnn_backend::describe_failure("cudnnGetRNNWeightParams", s);
+          break;
+        }
+        const bool recurrent = lin >= gates;
+        const int gate = recurrent ? lin - gates : lin;
+        const int64_t cols = recurrent ? hidden : in;
+        if (maddr == nullptr || baddr == nullptr || elements_of(m) != hidden * cols || elements_of(b) != hidden) {
+          problem = "cuDNN's weight layout differs from torch's (pseudo-layer " + std::to_string(pseudo) +
+                    ", linear layer " + std::to_string(lin) + ")";
+          break;
+        }
+        const int64_t mat_at = (static_cast<char*>(maddr) - reinterpret_cast<char*>(p->space)) / 4;
+        const int64_t bias_at = (static_cast<char*>(baddr) - reinterpret_cast<char*>(p->space)) / 4;
+        p->runs.push_back({first + (recurrent ? 1 : 0), gate * hidden * cols, mat_at, hidden * cols});
+        if (rnn->has_biases) p->runs.push_back({first + (recurrent ? 3 : 2), gate * hidden, bias_at, hidden});
+      }
+    }
+  }
+  (void)cudnnDestroyTensorDescriptor(m);
+  (void)cudnnDestroyTensorDescriptor(b);
+  if (!problem.empty()) return fail(rnn, problem);
+  // Merge runs that continue each other in the same tensor and in the space (torch's own layout: one per tensor).
+  std::sort(p->runs.begin(), p->runs.end(),
+            [](const Run& a, const Run& b) { return std::tie(a.weight, a.offset) < std::tie(b.weight, b.offset); });
+  std::vector<Run> merged;
+  for (const Run& r : p->runs) {
+    if (!merged.empty()) {
+      Run& last = merged.back();
+      if (last.weight == r.weight && last.offset + last.count == r.offset &&
+          last.space_offset + last.count == r.space_offset) {
+        last.count += r.count;
+        continue;
+      }
+    }
+    merged.push_back(r);
+  }
+  p->runs = merged;
+  return 0;
+}
+
+int make_plan(KfContext* ctx, cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
+  int rc = make_descriptors(handle, rnn, p);
+  if (rc != 0) return rc;
+  KF_RNN_CUDA(cudaMalloc(reinterpret_cast<void**>(&p->space), p->weight_bytes));
+  KF_RNN_CUDA(cudaMemsetAsync(p->space, 0, p->weight_bytes, ctx->stream));  // before the first copy, in order
+  return weight_layout(handle, rnn, p);
+}
+
+// Copies the weights into the space on the stream: one launch per kRunsPerLaunch runs.
+int pack(KfContext* ctx, const KfCudnnRnn* rnn, const Plan& p, const void* const* weights) {
+  for (size_t begin = 0; begin < p.runs.size(); begin += kRunsPerLaunch) {
+    const size_t end = std::min(p.runs.size(), begin + kRunsPerLaunch);
+    CopyRuns runs;
+    int64_t longest = 1;
+    for (size_t i = begin; i < end; ++i) {
+      const Run& r = p.runs[i];
+      runs.src[i - begin] = static_cast<const float*>(weights[r.weight]) + r.offset;
+      runs.dst[i - begin] = r.space_offset;
+      runs.count[i - begin] = r.count;
+      longest = std::max(longest, r.count);
+    }
+    const int n = static_cast<int>(end - begin);
+    const dim3 grid(std::min<unsigned int>(kf_grid(longest, 256), 64u), static_cast<unsigned int>(n));
+    pack_weights<<<grid, 256, 0, ctx->stream>>>(runs, n, p.space);
+    KF_RNN_CUDA(cudaPeekAtLastError());
+  }
+  return 0;
+}
+
+struct Key {
+  const KfCudnnRnn* rnn;
+  int device;
+  bool operator<(const Key& o) const { return std::tie(rnn, device) < std::tie(o.rnn, o.device); }
+};
+
+}  // namespace kf_cudnn_rnn_impl
+
+extern "C" int kf_cudnn_rnn(KfContext* ctx, const KfCudnnRnn* rnn, const void* x, const void* h0, const void* c0,
+                            const void* const* weights, void* out, void* hy, void* cy) {
+  using namespace kf_cudnn_rnn_impl;
+  static std::map<Key, Plan>* plans = new std::map<Key, Plan>();  // never freed, as the conv plans
+  std::lock_guard<std::mutex> lock(kf_cudnn_backend::conv_mutex());
+  cudnnHandle_t handle = static_cast<cudnnHandle_t>(kf_cudnn_handle(ctx));
+  if (handle == nullptr) return kf_fail(1, "%s: no cuDNN handle for device %d", rnn->name, ctx->device);
+  const Key key{rnn, ctx->device};
+  auto it = plans->find(key);
+  if (it == plans->end()) {
+    Plan p;
+    const int rc = make_plan(ctx, handle, rnn, &p);
+    if (rc != 0) return rc;  // descriptors of a failed plan are left (a failed first call is an error anyway)
+    it = plans->emplace(key, p).first;
+    if (kf_cudnn_backend::log_enabled()) {
+      std::fprintf(stderr, "kforge cudnn: %s: RNN weight space %zu bytes in %zu runs, workspace %zu bytes\n", rnn->name,
+                   p.weight_bytes, p.runs.size(), p.workspace_bytes);
+    }
+  }
+  const Plan& p = it->second;
+  const int rc = pack(ctx, rnn, p, weights);
+  if (rc != 0) return rc;
+  std::string why;
+  void* ws = kf_cudnn_backend::workspace_for(ctx, static_cast<int64_t>(p.workspace_bytes), &why);
+  if (p.workspace_bytes > 0 && ws == nullptr) return fail(rnn, "the cuDNN RNN's " + why);
+  const bool lstm = rnn->cell_mode == CUDNN_LSTM;
+  KF_RNN_CALL(cudnnRNNForward(handle, p.rnn, CUDNN_FWD_MODE_INFERENCE, nullptr, p.x, x, p.y, out, p.h, h0, hy,
+                              p.h, lstm ? c0 : nullptr, lstm ? cy : nullptr, p.weight_bytes, p.space,
+                              p.workspace_bytes, ws, 0, nullptr));
+  return 0;
+}
+
+#undef KF_RNN_CALL
+#undef KF_RNN_CUDA

@@ -58,6 +58,30 @@ struct KfCudnnConv {
 // timing several and keeping the fastest); later calls run the cached plan. 0 on success, else kf_fail's code.
 extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void* in, const void* w, void* out);
 
+// A recurrent layer for kf_cudnn_rnn (kforge_cudnn.cu): nn.LSTM / GRU / RNN on cuDNN's RNN API, set up as
+// PyTorch's aten/src/ATen/native/cudnn/RNN.cpp sets it up for float32 inference. Plain values, one static
+// instance per kernel: its address keys the cached descriptors and weight space.
+struct KfCudnnRnn {
+  const char* name;   // the kernel's name, for messages
+  int cell_mode;      // cudnnRNNMode_t: CUDNN_RNN_RELU, CUDNN_RNN_TANH, CUDNN_LSTM or CUDNN_GRU
+  int math_type;      // cudnnMathType_t: CUDNN_DEFAULT_MATH (torch's allow_tf32 = True) or CUDNN_FMA_MATH
+  int input_size;
+  int hidden_size;
+  int num_layers;
+  int bidirectional;  // 0 or 1
+  int batch_first;    // 1: x and y are (B, T, .), else (T, B, .)
+  int has_biases;     // 0: the weight space's biases stay zero, as torch leaves them
+  int seq;            // T
+  int batch;          // B
+  int num_weights;    // torch's _flat_weights: per layer and direction w_ih, w_hh (then b_ih, b_hh)
+};
+// Runs `rnn` on ctx->stream: out (T, B, D * H) or (B, T, D * H), hy and cy (L * D, B, H) (cy only for an
+// lstm); h0 and c0 may be null (zeros). The weights are copied into cuDNN's weight space by one kernel on
+// every call (so in-place changes to them are seen); the descriptors, the weight space and its layout are
+// made on the first call per device and kept. 0 on success, else kf_fail's code.
+extern "C" int kf_cudnn_rnn(KfContext* ctx, const KfCudnnRnn* rnn, const void* x, const void* h0, const void* c0,
+                            const void* const* weights, void* out, void* hy, void* cy);
+
 #define KF_CUDA(call)                                                                                   \
   do {                                                                                                  \
     cudaError_t kf_e_ = (call);                                                                         \
