@@ -342,14 +342,21 @@ def compare(got, expected, atol, rtol):
     return None
 
 
-def _time(fn, args, reps=5):
+def _time(fn, args, reps=10, warmup=3):
+    """Seconds per call in steady state: `warmup` calls first (a kforge program captures its CUDA graph on its
+    second call with the same pointers; eager PyTorch picks its kernels on the first), then the median of
+    `reps` synchronized calls."""
     sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(reps):
+    for _ in range(warmup):
         fn(*args)
-    sync()
-    return (time.perf_counter() - t0) / reps
+    times = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        fn(*args)
+        sync()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
 
 
 # ---------------------------------------------------------------- the backend
