@@ -77,6 +77,8 @@ class ImportServers {
     if (!answer.is_ok() || !answer->is_object()) {
       // The server itself failed (it could not import torch or the importer): not this problem's fault.
       broken_ = true;
+      server->worker.stop();
+      fs::remove(server->spec.stderr_log, ec);
       return std::nullopt;
     }
     if (answer->contains("signal"))
@@ -107,6 +109,8 @@ class ImportServers {
     s->spec.stderr_log = temp_file_for("import-server", pythonpath, ".log");
     if (!s->worker.start(s->spec).is_ok()) {
       broken_ = true;
+      std::error_code ec;
+      fs::remove(s->spec.stderr_log, ec);
       return nullptr;
     }
     return s;

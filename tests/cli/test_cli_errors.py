@@ -162,3 +162,17 @@ def test_model_new_checks_a_specialized_scalar_argument(tmp_path):
         m(a)
     with pytest.raises(ValueError, match="CUDA device"):
         m(a, 3.14)
+
+
+def test_python_without_torch_is_named_even_through_the_import_server(tmp_path):
+    # The import server cannot start without torch; kforge falls back to the one-shot importer, whose
+    # message says what to install. Exit 3: a tool kforge needs is missing.
+    import venv
+    venv.create(tmp_path / "bare", with_pip=False)  # no system site-packages: no torch
+    problem = write(tmp_path, "relu.py", "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return torch.relu(x)\n\ndef get_inputs():\n"
+                    "    return [torch.rand(4, 8)]\n\ndef get_init_inputs():\n    return []\n")
+    env = dict(os.environ, KFORGE_PYTHON=str(tmp_path / "bare" / "bin" / "python"))
+    r = subprocess.run([KFORGE, "import", str(problem)], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 3, r.stderr
+    assert "needs PyTorch" in r.stderr and "KFORGE_PYTHON" in r.stderr
