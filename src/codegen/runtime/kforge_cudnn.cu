@@ -125,18 +125,21 @@ std::string describe_failure(const char* call, cudnnStatus_t s) {
   return m;
 }
 
-int fail(const KfCudnnConv* conv, const std::string& what) {
-  return kf_fail(1, "%s: %s", conv->name, what.c_str());
+// A failure of the op (a KfCudnnConv or a KfCudnnRnn), named by its kernel.
+template <class Op>
+int fail(const Op* op, const std::string& what) {
+  return kf_fail(1, "%s: %s", op->name, what.c_str());
 }
 
-// Returns kf_fail's code from the enclosing function when a cuDNN call fails.
-#define KF_BACKEND_CALL(call)                                    \
-  do {                                                           \
-    const cudnnStatus_t kf_be_status_ = (call);                  \
-    if (kf_be_status_ != CUDNN_STATUS_SUCCESS) {                 \
-      return fail(conv, describe_failure(#call, kf_be_status_)); \
-    }                                                            \
+// Returns kf_fail's code from the enclosing function when a cuDNN call for `op` fails.
+#define KF_BACKEND_CALL_FOR(op, call)                                                              \
+  do {                                                                                             \
+    const cudnnStatus_t kf_be_status_ = (call);                                                    \
+    if (kf_be_status_ != CUDNN_STATUS_SUCCESS) {                                                   \
+      return kf_cudnn_backend::fail(op, kf_cudnn_backend::describe_failure(#call, kf_be_status_)); \
+    }                                                                                              \
   } while (0)
+#define KF_BACKEND_CALL(call) KF_BACKEND_CALL_FOR(conv, call)
 
 // Records the failure in `why` and yields false when a cuDNN call fails (a candidate is dropped).
 #define KF_BACKEND_SOFT(call)                        \
@@ -725,25 +728,7 @@ struct Plan {
   std::vector<Run> runs;
 };
 
-int fail(const KfCudnnRnn* rnn, const std::string& what) {
-  return kf_fail(1, "%s: %s", rnn->name, what.c_str());
-}
-
-#define KF_RNN_CALL(call)                                                                  \
-  do {                                                                                     \
-    const cudnnStatus_t kf_rnn_status_ = (call);                                           \
-    if (kf_rnn_status_ != CUDNN_STATUS_SUCCESS) {                                          \
-      return fail(rnn, kf_cudnn_backend::describe_failure(#call, kf_rnn_status_));         \
-    }                                                                                      \
-  } while (0)
-
-#define KF_RNN_CUDA(call)                                                                           \
-  do {                                                                                              \
-    const cudaError_t kf_rnn_error_ = (call);                                                       \
-    if (kf_rnn_error_ != cudaSuccess) {                                                             \
-      return fail(rnn, std::string(#call) + " failed: " + cudaGetErrorString(kf_rnn_error_));       \
-    }                                                                                               \
-  } while (0)
+using kf_cudnn_backend::fail;
 
 int gates_of(const KfCudnnRnn* rnn) {
   return rnn->cell_mode == CUDNN_LSTM ? 4 : rnn->cell_mode == CUDNN_GRU ? 3 : 1;
@@ -752,10 +737,10 @@ int gates_of(const KfCudnnRnn* rnn) {
 // The descriptors torch makes for this layer.
 int make_descriptors(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
   const int directions = rnn->bidirectional ? 2 : 1;
-  KF_RNN_CALL(cudnnCreateDropoutDescriptor(&p->dropout));
-  KF_RNN_CALL(cudnnSetDropoutDescriptor(p->dropout, handle, 0.0f, nullptr, 0, 0));
-  KF_RNN_CALL(cudnnCreateRNNDescriptor(&p->rnn));
-  KF_RNN_CALL(cudnnSetRNNDescriptor_v8(
+  KF_BACKEND_CALL_FOR(rnn, cudnnCreateDropoutDescriptor(&p->dropout));
+  KF_BACKEND_CALL_FOR(rnn, cudnnSetDropoutDescriptor(p->dropout, handle, 0.0f, nullptr, 0, 0));
+  KF_BACKEND_CALL_FOR(rnn, cudnnCreateRNNDescriptor(&p->rnn));
+  KF_BACKEND_CALL_FOR(rnn, cudnnSetRNNDescriptor_v8(
       p->rnn, CUDNN_RNN_ALGO_STANDARD, static_cast<cudnnRNNMode_t>(rnn->cell_mode), CUDNN_RNN_DOUBLE_BIAS,
       rnn->bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
       CUDNN_DATA_FLOAT, static_cast<cudnnMathType_t>(rnn->math_type), rnn->input_size, rnn->hidden_size,
@@ -763,19 +748,19 @@ int make_descriptors(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
   const cudnnRNNDataLayout_t layout =
       rnn->batch_first ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
   std::vector<int> lengths(static_cast<size_t>(rnn->batch), rnn->seq);
-  KF_RNN_CALL(cudnnCreateRNNDataDescriptor(&p->x));
-  KF_RNN_CALL(cudnnSetRNNDataDescriptor(p->x, CUDNN_DATA_FLOAT, layout, rnn->seq, rnn->batch, rnn->input_size,
-                                        lengths.data(), nullptr));
-  KF_RNN_CALL(cudnnCreateRNNDataDescriptor(&p->y));
-  KF_RNN_CALL(cudnnSetRNNDataDescriptor(p->y, CUDNN_DATA_FLOAT, layout, rnn->seq, rnn->batch,
-                                        directions * rnn->hidden_size, lengths.data(), nullptr));
+  KF_BACKEND_CALL_FOR(rnn, cudnnCreateRNNDataDescriptor(&p->x));
+  KF_BACKEND_CALL_FOR(rnn, cudnnSetRNNDataDescriptor(p->x, CUDNN_DATA_FLOAT, layout, rnn->seq, rnn->batch,
+                                                     rnn->input_size, lengths.data(), nullptr));
+  KF_BACKEND_CALL_FOR(rnn, cudnnCreateRNNDataDescriptor(&p->y));
+  KF_BACKEND_CALL_FOR(rnn, cudnnSetRNNDataDescriptor(p->y, CUDNN_DATA_FLOAT, layout, rnn->seq, rnn->batch,
+                                                     directions * rnn->hidden_size, lengths.data(), nullptr));
   const int hdims[3] = {rnn->num_layers * directions, rnn->batch, rnn->hidden_size};
   const int hstrides[3] = {rnn->batch * rnn->hidden_size, rnn->hidden_size, 1};
-  KF_RNN_CALL(cudnnCreateTensorDescriptor(&p->h));
-  KF_RNN_CALL(cudnnSetTensorNdDescriptor(p->h, CUDNN_DATA_FLOAT, 3, hdims, hstrides));
-  KF_RNN_CALL(cudnnGetRNNWeightSpaceSize(handle, p->rnn, &p->weight_bytes));
+  KF_BACKEND_CALL_FOR(rnn, cudnnCreateTensorDescriptor(&p->h));
+  KF_BACKEND_CALL_FOR(rnn, cudnnSetTensorNdDescriptor(p->h, CUDNN_DATA_FLOAT, 3, hdims, hstrides));
+  KF_BACKEND_CALL_FOR(rnn, cudnnGetRNNWeightSpaceSize(handle, p->rnn, &p->weight_bytes));
   size_t reserve = 0;
-  KF_RNN_CALL(
+  KF_BACKEND_CALL_FOR(rnn,
       cudnnGetRNNTempSpaceSizes(handle, p->rnn, CUDNN_FWD_MODE_INFERENCE, p->x, &p->workspace_bytes, &reserve));
   return 0;
 }
@@ -801,8 +786,8 @@ int weight_layout(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
                          std::to_string(rnn->num_weights));
   }
   cudnnTensorDescriptor_t m = nullptr, b = nullptr;
-  KF_RNN_CALL(cudnnCreateTensorDescriptor(&m));
-  KF_RNN_CALL(cudnnCreateTensorDescriptor(&b));
+  KF_BACKEND_CALL_FOR(rnn, cudnnCreateTensorDescriptor(&m));
+  KF_BACKEND_CALL_FOR(rnn, cudnnCreateTensorDescriptor(&b));
   std::string problem;
   for (int layer = 0; layer < rnn->num_layers && problem.empty(); ++layer) {
     const int64_t in = layer == 0 ? rnn->input_size : directions * hidden;
@@ -858,8 +843,8 @@ int weight_layout(cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
 int make_plan(KfContext* ctx, cudnnHandle_t handle, const KfCudnnRnn* rnn, Plan* p) {
   int rc = make_descriptors(handle, rnn, p);
   if (rc != 0) return rc;
-  KF_RNN_CUDA(cudaMalloc(reinterpret_cast<void**>(&p->space), p->weight_bytes));
-  KF_RNN_CUDA(cudaMemsetAsync(p->space, 0, p->weight_bytes, ctx->stream));  // before the first copy, in order
+  KF_CUDA(cudaMalloc(reinterpret_cast<void**>(&p->space), p->weight_bytes));
+  KF_CUDA(cudaMemsetAsync(p->space, 0, p->weight_bytes, ctx->stream));  // before the first copy, in order
   return weight_layout(handle, rnn, p);
 }
 
@@ -879,7 +864,7 @@ int pack(KfContext* ctx, const KfCudnnRnn* rnn, const Plan& p, const void* const
     const int n = static_cast<int>(end - begin);
     const dim3 grid(std::min<unsigned int>(kf_grid(longest, 256), 64u), static_cast<unsigned int>(n));
     pack_weights<<<grid, 256, 0, ctx->stream>>>(runs, n, p.space);
-    KF_RNN_CUDA(cudaPeekAtLastError());
+    KF_LAUNCHED();
   }
   return 0;
 }
@@ -918,11 +903,10 @@ extern "C" int kf_cudnn_rnn(KfContext* ctx, const KfCudnnRnn* rnn, const void* x
   void* ws = kf_cudnn_backend::workspace_for(ctx, static_cast<int64_t>(p.workspace_bytes), &why);
   if (p.workspace_bytes > 0 && ws == nullptr) return fail(rnn, "the cuDNN RNN's " + why);
   const bool lstm = rnn->cell_mode == CUDNN_LSTM;
-  KF_RNN_CALL(cudnnRNNForward(handle, p.rnn, CUDNN_FWD_MODE_INFERENCE, nullptr, p.x, x, p.y, out, p.h, h0, hy,
-                              p.h, lstm ? c0 : nullptr, lstm ? cy : nullptr, p.weight_bytes, p.space,
-                              p.workspace_bytes, ws, 0, nullptr));
+  KF_BACKEND_CALL_FOR(rnn, cudnnRNNForward(handle, p.rnn, CUDNN_FWD_MODE_INFERENCE, nullptr, p.x, x, p.y, out, p.h,
+                                           h0, hy, p.h, lstm ? c0 : nullptr, lstm ? cy : nullptr, p.weight_bytes,
+                                           p.space, p.workspace_bytes, ws, 0, nullptr));
   return 0;
 }
 
-#undef KF_RNN_CALL
-#undef KF_RNN_CUDA
+#undef KF_BACKEND_CALL_FOR
