@@ -39,9 +39,9 @@ bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s, const sch
   // An einsum counts as a contraction when it runs as a cuBLAS GEMM (einsum_gemm).
   bool contraction = f == ir::OpFamily::kMatmul || f == ir::OpFamily::kLinear || f == ir::OpFamily::kAttention ||
                      (f == ir::OpFamily::kEinsum && k != nullptr && k->strategy == schedule::Strategy::kCublasGemm);
-  bool conv = f == ir::OpFamily::kConv || f == ir::OpFamily::kConvTranspose || f == ir::OpFamily::kRecurrent;
   // cuDNN runs fp32 convolutions and recurrent layers in TF32 by default (as PyTorch's reference does).
-  return conv || (contraction && s.precision != "fp32");
+  bool cudnn_tf32 = f == ir::OpFamily::kConv || f == ir::OpFamily::kConvTranspose || f == ir::OpFamily::kRecurrent;
+  return cudnn_tf32 || (contraction && s.precision != "fp32");
 }
 
 }  // namespace
