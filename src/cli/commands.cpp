@@ -67,7 +67,7 @@ double since(Clock::time_point t) {
 skills::DefaultPlanOptions plan_options(const CommonOptions& c, const std::string& precision) {
   skills::DefaultPlanOptions o;
   o.base.precision = precision.empty() ? "fp32" : precision;
-  if (!precision.empty()) o.disabled.insert("tf32_contractions");
+  if (!precision.empty()) o.disabled.insert({"tf32_contractions", "split_tf32_contractions"});
   auto protocol = protocol_from_name(c.protocol);
   if (protocol.is_ok()) o.base.tolerance = std::min(protocol->atol, protocol->rtol);
   o.disabled.insert(c.disabled_skills.begin(), c.disabled_skills.end());

@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   plan->add_option("input", plan_args.input, "problem (.py) or graph (.json)")->required();
   plan->add_option("-o,--out", plan_args.out, "write the schedule here (default: stdout)");
   plan->add_option("--precision", plan_args.precision,
-                   "contraction precision: fp32, tf32 or 3xtf32 (default: fp32, TF32 where the protocol's tolerance "
-                   "allows it)")
+                   "contraction precision: fp32, tf32 or 3xtf32 (default: fp32; TF32 where the protocol's tolerance "
+                   "allows it, else 3xTF32 for GEMMs large enough)")
       ->check(CLI::IsMember({"fp32", "tf32", "3xtf32"}));
   add_common(plan, plan_args.common);
 

@@ -457,12 +457,15 @@ static StatusOr<KernelSource> emit_einsum_gemm(const EmitContext& ctx) {
   g.stride_a = v.m * v.k;
   g.stride_b = v.k * v.n;
   g.stride_c = v.m * v.n;
-  src.code += ctx.signature() + " {\n  // einsum '" + node.attrs.s("equation") + "' as " +
+  const gemm::SplitScratch scratch = gemm::use_split_scratch(g, types, 0, ctx.kernel.name);
+  src.workspace_bytes = scratch.workspace_bytes;
+  src.code += scratch.definition + ctx.signature() + " {\n  // einsum '" + node.attrs.s("equation") + "' as " +
               (v.batch > 1 ? std::to_string(v.batch) + " batched GEMMs" : std::string("one GEMM")) +
               ": M = " + std::to_string(v.m) + ", N = " + std::to_string(v.n) + ", K = " + std::to_string(v.k) +
               (v.trans_a ? ", a transposed" : "") + (v.trans_b ? ", b transposed" : "") + " (einsum_gemm skill).\n" +
-              gemm::cublas_handle_prologue(ctx.kernel.name) + gemm::gemm_call(g, types, "  ") + "  return 0;\n}\n";
-  src.launches = 1;
+              gemm::cublas_handle_prologue(ctx.kernel.name) + scratch.check + gemm::gemm_call(g, types, "  ") +
+              "  return 0;\n}\n";
+  src.launches = gemm::gemm_launches(g, types);
   return src;
 }
 

@@ -100,8 +100,11 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
       g.a = A;
       g.b = B;
       g.c = C;
-      body << gemm::gemm_call(g, types, "  ");
-      src.launches = 1;
+      const gemm::SplitScratch scratch = gemm::use_split_scratch(g, types, 0, ctx.kernel.name);
+      src.workspace_bytes = scratch.workspace_bytes;
+      pre << scratch.definition;
+      body << scratch.check << gemm::gemm_call(g, types, "  ");
+      src.launches = gemm::gemm_launches(g, types);
     } else if ((nba == 1 || nba == nb) && nbb == nb) {
       body << "  // " << nb << " batched GEMMs" << (nba == 1 ? " sharing one a (stride 0)" : "") << ".\n";
       g.m = M;
@@ -112,8 +115,11 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
       g.stride_a = nba == 1 ? 0 : M * K;
       g.stride_b = K * N;
       g.stride_c = M * N;
-      body << gemm::gemm_call(g, types, "  ");
-      src.launches = 1;
+      const gemm::SplitScratch scratch = gemm::use_split_scratch(g, types, 0, ctx.kernel.name);
+      src.workspace_bytes = scratch.workspace_bytes;
+      pre << scratch.definition;
+      body << scratch.check << gemm::gemm_call(g, types, "  ");
+      src.launches = gemm::gemm_launches(g, types);
     } else {
       // General broadcast of batch dims: pointer arrays built on the device.
       const size_t ws = gemm::align256(static_cast<size_t>(3 * nb) * sizeof(void*));
@@ -214,8 +220,11 @@ StatusOr<KernelSource> emit_linear(const EmitContext& ctx, bool leave_bias) {
     g.c = Y;
     g.ldc = O;
     g.beta = has_bias ? "1" : "0";
-    body << gemm::gemm_call(g, types, "  ");
-    ++launches;
+    const gemm::SplitScratch scratch = gemm::use_split_scratch(g, types, 0, ctx.kernel.name);
+    src.workspace_bytes = scratch.workspace_bytes;
+    pre << scratch.definition;
+    body << scratch.check << gemm::gemm_call(g, types, "  ");
+    launches += gemm::gemm_launches(g, types);
   }
   src.launches = launches;
   src.code += pre.str() + ctx.signature() + " {\n" + body.str() + "  return 0;\n}\n";

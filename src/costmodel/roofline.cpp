@@ -7,6 +7,7 @@
 
 #include "ir/recurrent.h"
 #include "ir/shape_rules.h"
+#include "kernels/split_tf32.h"
 
 namespace kforge::costmodel {
 
@@ -41,7 +42,18 @@ bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s, const sch
                      (f == ir::OpFamily::kEinsum && k != nullptr && k->strategy == schedule::Strategy::kCublasGemm);
   // cuDNN runs fp32 convolutions and recurrent layers in TF32 by default (as PyTorch's reference does).
   bool cudnn_tf32 = f == ir::OpFamily::kConv || f == ir::OpFamily::kConvTranspose || f == ir::OpFamily::kRecurrent;
+  // Precision 3xtf32: cuDNN on exact FMA engines, attention's batched GEMMs exact fp32, the other GEMMs split
+  // (split_tf32 below).
+  if (s.precision == "3xtf32") return contraction && f != ir::OpFamily::kAttention;
   return cudnn_tf32 || (contraction && s.precision != "fp32");
+}
+
+// A float32 cuBLAS GEMM kernel under precision 3xtf32 (kernels/split_tf32.h): three TF32 products per
+// product, and the split's copies of the operands.
+bool split_tf32(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
+  return s.precision == "3xtf32" && k.impl == schedule::Impl::kLibrary &&
+         k.strategy == schedule::Strategy::kCublasGemm &&
+         g.type(g.nodes()[static_cast<size_t>(k.nodes.front())].output).dtype == ir::DType::kFloat32;
 }
 
 }  // namespace
@@ -200,9 +212,18 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
       serial = kRnnStepSeconds * static_cast<double>(r->seq) * static_cast<double>(r->layers);
     }
   }
-  double compute = c.flops / ((tensor_cores ? d.tf32_flops : d.fp32_flops) * conv_rate);
+  double tc_work = 1.0;  // tensor-core products per product
+  double launches = 1.0;
+  if (split_tf32(g, s, k)) {
+    const ir::Node& gemm = g.nodes()[static_cast<size_t>(k.nodes.front())];
+    const double operands = static_cast<double>(g.type(gemm.inputs[0]).bytes() + g.type(gemm.inputs[1]).bytes());
+    c.bytes += kernels::kSplitTf32TrafficPerOperandByte * operands;
+    tc_work = 3.0;
+    launches = 3.0;
+  }
+  double compute = tc_work * c.flops / ((tensor_cores ? d.tf32_flops : d.fp32_flops) * conv_rate);
   double memory = c.bytes / d.bytes_per_second;
-  c.seconds = std::max(compute, memory) + serial + d.launch_seconds;
+  c.seconds = std::max(compute, memory) + serial + launches * d.launch_seconds;
   c.bound = std::max(compute, memory) + serial < d.launch_seconds
                 ? "launch"
                 : (serial > std::max(compute, memory) ? "latency" : (compute > memory ? "compute" : "memory"));
@@ -223,9 +244,10 @@ ProgramCost program_cost(const ir::Graph& g, const schedule::Schedule& s, const 
   bool tc = false;
   for (const auto& n : g.nodes()) flops += node_flops(g, n);
   // Tensor cores where any kernel of the schedule uses them (an einsum's only through its kernel's
-  // strategy, cublas_gemm).
+  // strategy, cublas_gemm); a 3xTF32 GEMM does three tensor-core products per product.
   for (const auto& k : s.kernels) {
     for (int i : k.nodes) tc = tc || uses_tensor_cores(g.nodes()[static_cast<size_t>(i)], s, &k);
+    if (split_tf32(g, s, k)) flops += 2 * node_flops(g, g.nodes()[static_cast<size_t>(k.nodes.front())]);
   }
   p.floor_seconds = std::max(flops / (tc ? d.tf32_flops : d.fp32_flops), bytes / d.bytes_per_second) + d.launch_seconds;
   return p;

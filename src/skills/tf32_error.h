@@ -38,6 +38,13 @@ inline constexpr double kTf32ErrorMargin = 2.0;            // errors widened by 
 inline constexpr double kTf32VerifiedInputSets = 5;        // the harness's fresh input sets per verification
 inline constexpr double kTf32AllowedFailures = 0.01;       // expected failing elements over those sets
 
+// 3xTF32 (kernels/split_tf32.h) on a contraction: a product's error is below 1.25 2^-20 |a||b|; taken as
+// 2^-20 rms(a) rms(b) per product (a bound used as a standard deviation: conservative), plus the
+// difference of two fp32 accumulation orders (torch's GEMM and the split one): each rounds every partial
+// sum within 2^-24 of it, a standard deviation of 2^-24/sqrt(3) |S_k| per step, summed over the K steps.
+inline constexpr double kSplitTf32ProductError = 1.0 / 1048576.0;  // 2^-20
+inline constexpr double kFp32UnitRoundoff = 1.0 / 16777216.0;      // 2^-24
+
 struct Tf32ErrorEstimate {
   double expected_failures = 0;  // the most expected failing elements of one output
   double sigma = 0;              // that output's error (standard deviation, margin included)
@@ -47,7 +54,9 @@ struct Tf32ErrorEstimate {
 
 // The estimate when the nodes `tf32_nodes` (indices into g.nodes(): linear, matmul, einsum, conv,
 // conv_transpose, scaled_dot_product_attention) compute in TF32 and every other node in fp32.
-Tf32ErrorEstimate estimate_tf32_error(const ir::Graph& g, const std::vector<int>& tf32_nodes, double atol, double rtol);
+// `split_nodes` (linear, matmul, einsum) compute in 3xTF32.
+Tf32ErrorEstimate estimate_tf32_error(const ir::Graph& g, const std::vector<int>& tf32_nodes, double atol, double rtol,
+                                      const std::vector<int>& split_nodes = {});
 
 // The contraction node (linear, matmul, einsum, conv, conv_transpose, attention) of kernel k, or -1.
 int contraction_node_of(const ir::Graph& g, const schedule::Kernel& k);
@@ -57,9 +66,13 @@ int contraction_node_of(const ir::Graph& g, const schedule::Kernel& k);
 // torch's cuDNN engine (knobs channels_last, engine_search, implicit_gemm).
 std::vector<int> tf32_nodes_of(const ir::Graph& g, const schedule::Schedule& s);
 
-// Why running `extra` in TF32 beside what s already runs in TF32 would not fit s's tolerance ("" when
-// it fits): names the output, the estimate and the tolerance.
-std::string tf32_error_exceeds_tolerance(const ir::Graph& g, const schedule::Schedule& s,
-                                         const std::vector<int>& extra);
+// The contraction nodes that schedule s computes in 3xTF32: every float32 cuBLAS GEMM kernel's (not
+// attention's: its batched GEMMs stay exact fp32) under precision 3xtf32.
+std::vector<int> split_tf32_nodes_of(const ir::Graph& g, const schedule::Schedule& s);
+
+// Why running `extra` in TF32 (and `extra_split` in 3xTF32) beside what s already runs so would not fit
+// s's tolerance ("" when it fits): names the output, the estimate and the tolerance.
+std::string tf32_error_exceeds_tolerance(const ir::Graph& g, const schedule::Schedule& s, const std::vector<int>& extra,
+                                         const std::vector<int>& extra_split = {});
 
 }  // namespace kforge::skills

@@ -145,9 +145,13 @@ TEST(CodegenLibraryMatmul, EmptyResultDoesNothing) {
 TEST(CodegenLibraryMatmul, PrecisionSelectsTheComputeType) {
   ir::Graph g = graph_from_text(one_node_graph("matmul", {{"a", {8, 8}}, {"b", {8, 8}}}, "{}", {8, 8}));
   EXPECT_TRUE(has(emit(g, "tf32").kernels[0].code, "CUBLAS_COMPUTE_32F_FAST_TF32"));
-  auto p = try_emit(g, "3xtf32");
-  ASSERT_FALSE(p.is_ok());
-  EXPECT_TRUE(has(p.status().message(), "3xtf32 is not implemented")) << p.status().message();
+  // 3xtf32: the operands split (kernels/split_tf32.h) into the workspace, one TF32 GEMM over K tripled
+  Program p = emit(g, "3xtf32");
+  const auto& k = p.kernels[0];
+  EXPECT_TRUE(has(k.code, "kf_tf32_split3<<<")) << k.code;
+  EXPECT_TRUE(has(k.code, "3 * kf_kc, &kf_alpha") && has(k.code, "CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT"));
+  EXPECT_EQ(k.workspace_bytes, size_t{3} * 4 * 8 * (8 + 8));
+  EXPECT_EQ(k.launches, 3);
 }
 
 TEST(CodegenLibraryMatmul, OtherFloatTypes) {

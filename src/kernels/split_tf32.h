@@ -1,0 +1,63 @@
+// 3xTF32 GEMMs (precision "3xtf32" on float32 cuBLAS GEMMs): fp32-accurate products on TF32 tensor cores.
+// Each operand x is split x = hi + lo, hi = x rounded to TF32 (10 mantissa bits), lo = x - hi (exact in
+// fp32). One TF32 GEMM over the operands tripled along K, [lo | hi | hi] x [hi ; lo ; hi], computes
+// lo*hi + hi*lo + hi*hi with fp32 accumulation (the small terms first); hi*hi is exact on the tensor
+// cores (11 x 11 significant bits fit fp32's 24), lo loses at most 2^-10 of itself to TF32.
+// Error bound per product a*b, against exact arithmetic (u = 2^-11, TF32's unit roundoff):
+//   |a*b - (lo_a*hi_b + hi_a*lo_b + hi_a*hi_b)| <= (2^-20 + 2^-22)(1 + u) |a||b|  ~= 1.2e-6 |a||b|
+// (lo*lo, below u^2 |a||b|, is dropped; each lo rounds to TF32 within 2u |lo| <= 2u^2 |x|). The sum over K
+// then rounds in fp32 like any fp32 GEMM. Against torch's fp32 GEMM this is 1.2e-6 of sum |a||b| plus the
+// two accumulation orders' difference: inside kernelbench's 1e-4 (tests/unit/split_tf32_test.cpp checks
+// the bound on emulated TF32 rounding; tests/gpu/test_split_tf32_gemm.py on the device).
+// The emitter (codegen/gemm_emit), the skill that picks the precision (skills/precision) and the cost
+// model (costmodel/roofline) read the same sizes from here.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace kforge::kernels {
+
+// Scratch for the split operands of one chunk of K (the copies of A and B, tripled along K); a GEMM
+// whose copies would not fit runs over chunks of K, accumulating (beta = 1 after the first).
+inline constexpr int64_t kSplitTf32ScratchBytes = int64_t{1} << 30;
+
+// Bytes the split adds to a GEMM whose operands hold `operand_bytes`: the split reads them once and
+// writes three copies, and the GEMM reads the three copies instead of one.
+inline constexpr double kSplitTf32TrafficPerOperandByte = 6.0;
+
+// The split pays where the GEMM has at least this many FLOPs per byte the split adds (the fp32 rate
+// against a third of the TF32 one, ~60 % of the peaks reached by cuBLAS, and the bandwidth of an
+// H100/H200: break-even near 40) and at least kSplitTf32MinFlops (two extra launches of a few us).
+inline constexpr double kSplitTf32MinFlopsPerByte = 48.0;
+inline constexpr double kSplitTf32MinFlops = 1e9;
+
+struct SplitTf32Chunks {
+  int64_t k_chunk = 0;  // K per chunk (the last may be shorter)
+  int64_t chunks = 0;
+  int64_t scratch_bytes = 0;  // for one chunk: 3 * k_chunk * (a_rows + b_cols) floats
+};
+
+// The chunks of K for a GEMM whose split copies hold a_rows rows of A (M times A's stored batches) and
+// b_cols columns of B (N times B's stored batches) per unit of K; chunks of a multiple of 64 where K
+// must be cut. chunks == 0 when not even 64 of K fit the scratch.
+inline SplitTf32Chunks split_tf32_chunks(int64_t a_rows, int64_t b_cols, int64_t k) {
+  SplitTf32Chunks c;
+  const int64_t per_k = 3 * 4 * (a_rows + b_cols);  // bytes of scratch per unit of K
+  if (per_k <= 0 || k <= 0) return c;
+  int64_t fit = kSplitTf32ScratchBytes / per_k;
+  if (fit < k) fit = fit / 64 * 64;
+  if (fit <= 0) return c;
+  c.k_chunk = std::min(fit, k);
+  c.chunks = (k + c.k_chunk - 1) / c.k_chunk;
+  c.scratch_bytes = per_k * c.k_chunk;
+  return c;
+}
+
+// Whether splitting a GEMM of `flops` whose operands hold `operand_bytes` pays (see the constants).
+inline bool split_tf32_pays(double flops, double operand_bytes) {
+  return flops >= kSplitTf32MinFlops &&
+         flops >= kSplitTf32MinFlopsPerByte * kSplitTf32TrafficPerOperandByte * operand_bytes;
+}
+
+}  // namespace kforge::kernels

@@ -1,0 +1,184 @@
+"""GPU test of 3xTF32 GEMMs (precision 3xtf32, the split_tf32_contractions skill; kernels/split_tf32.h and
+codegen/gemm_emit.cpp; ctest label gpu, skipped without a GPU). Problems of every GEMM form the split takes
+(one GEMM, A's batch folded into M, strided batches, a shared operand (stride 0), a transposed operand
+through nn.Linear and through an einsum, a bias accumulated with beta = 1, and K cut into two chunks of the
+1 GiB scratch) are built with `kforge build --protocol kernelbench`, which must pick precision 3xtf32, and
+run on fresh random inputs (uniform as KernelBench's, and normal ones whose outputs cross zero). Checked:
+  - against float64: |out - exact| <= (1.25 2^-20 (1 + 2^-11) + gamma_3K) (|A| @ |B|), the split's per-product
+    bound plus fp32 accumulation's worst case over any order (gamma_n = n 2^-24 / (1 - n 2^-24)): a split
+    that dropped the remainder (plain TF32, 2^-11 per product) breaks it;
+  - at least 20x closer to float64 than plain TF32 on the same inputs (measured: TF32's error is ~1000x);
+  - against torch's fp32 GEMM at kernelbench's atol = rtol = 1e-4 (torch.allclose) where kernelbench's plan
+    takes the split (every uniform problem; the normal ones whose outputs cross zero it leaves in fp32, by the
+    error estimate of skills/tf32_error.h, and they are built with --precision 3xtf32 for the other checks);
+  - the same result on a second call and after an operand changed in place (the split runs every call).
+A table (pytest -s) prints each problem's largest errors and its time against torch fp32 and TF32.
+
+Run: KFORGE_BIN=build/kforge .venv/bin/python -m pytest -q -s tests/gpu/test_split_tf32_gemm.py"""
+import importlib.util
+import json
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+KFORGE = os.environ.get("KFORGE_BIN", os.path.join(ROOT, "build", "kforge"))
+TOL = 1e-4  # kernelbench's atol = rtol
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/dev/nvidia0"), reason="needs an NVIDIA GPU")
+
+HEADER = "import torch\nimport torch.nn as nn\n\n\n"
+PROBLEMS = {
+    "square": ("torch.matmul(a, b)", [(2048, 2048), (2048, 2048)], ""),
+    "batch_folded": ("torch.matmul(a, b)", [(4, 512, 2048), (2048, 2048)], ""),
+    "strided_batches": ("torch.bmm(a, b)", [(4, 1024, 2048), (4, 2048, 2048)], ""),
+    "shared_a": ("torch.matmul(a, b)", [(1024, 2048), (4, 2048, 1024)], ""),
+    "einsum_trans_a": ("torch.einsum('ki,kj->ij', a, b)", [(2048, 1536), (2048, 2048)], ""),
+    "linear_bias": ("self.fc(a)", [(2048, 2048)], "self.fc = nn.Linear(2048, 3072)"),
+    "k_in_chunks": ("torch.matmul(a, b)", [(1024, 32768), (32768, 2048)], ""),
+}
+
+
+def problem_text(expr, shapes, init, dist):
+    names = ["a", "b"][: len(shapes)]
+    make = "torch.rand" if dist == "uniform" else "torch.randn"
+    return HEADER + textwrap.dedent(f"""
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init or "pass"}
+
+            def forward(self, {", ".join(names)}):
+                return {expr}
+
+
+        def get_inputs():
+            return [{", ".join(f"{make}{s}" for s in shapes)}]
+
+
+        def get_init_inputs():
+            return []
+        """)
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Every problem in both input distributions, built with the plan kernelbench makes; where that plan keeps
+    fp32 (the error estimate: normal inputs whose outputs cross zero, where two fp32 accumulation orders differ
+    by more than 1e-4), with precision 3xtf32 asked for explicitly, to check the split's accuracy there too."""
+    tmp = tmp_path_factory.mktemp("split_tf32")
+    procs = {}
+    for name, (expr, shapes, init) in PROBLEMS.items():
+        for dist in ("uniform", "normal"):
+            key = f"{name}_{dist}"
+            path = tmp / f"{key}.py"
+            path.write_text(problem_text(expr, shapes, init, dist))
+            plan = subprocess.run([KFORGE, "plan", str(path), "--protocol", "kernelbench"], capture_output=True,
+                                  text=True, timeout=300)
+            assert plan.returncode == 0, plan.stderr
+            chosen = json.loads(plan.stdout)["precision"] == "3xtf32"
+            schedule = tmp / f"{key}.schedule.json"
+            if chosen:
+                schedule.write_text(plan.stdout)
+            else:
+                forced = subprocess.run([KFORGE, "plan", str(path), "--protocol", "kernelbench", "--precision", "3xtf32",
+                                         "--out", str(schedule)], capture_output=True, text=True, timeout=300)
+                assert forced.returncode == 0, forced.stderr
+            env = {**os.environ, "KFORGE_CACHE": str(tmp / "cache")}
+            procs[key] = (path, chosen, subprocess.Popen(
+                [KFORGE, "build", str(path), "--schedule", str(schedule), "--protocol", "kernelbench", "--out",
+                 str(tmp / key), "--force", "-j", "4"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env=env))
+    out = {}
+    for key, (path, chosen, p) in procs.items():
+        log, _ = p.communicate(timeout=900)
+        assert p.returncode == 0, f"kforge build {key} failed:\n{log}"
+        assert json.loads((tmp / key / "schedule.json").read_text())["precision"] == "3xtf32", key
+        out[key] = (path, chosen, tmp / key / "model_new.py")
+    # The skill takes every uniform problem (KernelBench's inputs) and the linear (small weights).
+    assert all(out[f"{n}_uniform"][1] for n in PROBLEMS), {k: v[1] for k, v in out.items()}
+    assert out["linear_bias_normal"][1]
+    return out
+
+
+def split_bound(a64, b64, k, forward):
+    """(1.25 2^-20 (1 + 2^-11) + gamma_3K) (|A| @ |B|), through the problem's own forward on |a|, |b|."""
+    u = 2.0 ** -24
+    gamma = 3 * k * u / (1 - 3 * k * u)
+    return (1.25 * 2.0 ** -20 * (1 + 2.0 ** -11) + gamma) * forward(a64.abs(), b64.abs())
+
+
+@pytest.mark.parametrize("key", [f"{n}_{d}" for n in PROBLEMS for d in ("uniform", "normal")])
+def test_split_gemm_is_fp32_accurate(built, key):
+    import torch
+    problem, chosen, model_new = built[key]
+    ref_mod = load(str(problem), "kf_ref_" + key)
+    new_mod = load(str(model_new), "kf_new_" + key)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(0)
+    ref = ref_mod.Model().cuda()
+    new = new_mod.ModelNew().cuda()
+    new.load_state_dict(ref.state_dict())
+    name = key.rsplit("_", 1)[0]
+    k = PROBLEMS[name][1][0][0 if name == "einsum_trans_a" else -1]
+    ref64 = ref_mod.Model().cuda().double()
+    ref64.load_state_dict(ref.state_dict())
+    rows = []
+    with torch.no_grad():
+        for seed in (1, 2):
+            torch.manual_seed(seed)
+            xs = [x.cuda() for x in ref_mod.get_inputs()]
+            got, want = new(*xs), ref(*xs)
+            exact = ref64(*[x.double() for x in xs])
+            if len(xs) == 2:
+                bound = split_bound(xs[0].double(), xs[1].double(), k, lambda p, q: ref64.forward(p, q))
+            else:  # the linear: |x| @ |W|^T + |bias|
+                fc = ref64.fc
+                bound = split_bound(xs[0].double(), fc.weight.double().t(), k, lambda p, q: p @ q + fc.bias.abs())
+            err = (got.double() - exact).abs()
+            assert bool((err <= bound).all()), f"{key}: error {err.max().item():.3g} past the 3xTF32 bound"
+            torch.backends.cuda.matmul.allow_tf32 = True
+            tf32_err = (ref(*xs).double() - exact).abs().max().item()
+            torch.backends.cuda.matmul.allow_tf32 = False
+            assert err.max().item() * 5 <= tf32_err, f"{key}: {err.max().item():.3g} is not far below TF32's {tf32_err:.3g}"
+            if chosen:  # where kernelbench's plan takes the split, it keeps torch fp32's result within 1e-4
+                assert torch.allclose(got, want, atol=TOL, rtol=TOL), \
+                    f"{key}: max abs difference to torch fp32 {(got - want).abs().max().item():.3g} at 1e-4"
+            assert torch.equal(new(*xs), got), f"{key}: a second call differs"
+            rows.append((err.max().item(), tf32_err, (got - want).abs().max().item()))
+        xs[0].mul_(-0.5)  # in place: the split must see the new values
+        moved = (new(*xs).double() - ref64(*[x.double() for x in xs])).abs().max().item()
+        assert moved <= 2 * max(r[0] for r in rows), f"{key}: stale split after an in-place change ({moved:.3g})"
+        t_new, t_fp32 = median_ms(new, xs), median_ms(ref, xs)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        t_tf32 = median_ms(ref, xs)
+        torch.backends.cuda.matmul.allow_tf32 = False
+    e, t, d = (max(r[i] for r in rows) for i in range(3))
+    print(f"\n{key:<24} {'planned' if chosen else 'forced '} err vs fp64 {e:.2e} (TF32 {t:.2e}), vs torch fp32 {d:.2e}; "
+          f"3xtf32 {t_new:.3f} ms, torch fp32 {t_fp32:.3f} ms, TF32 {t_tf32:.3f} ms, speed-up {t_fp32 / t_new:.2f}x")
+    new_mod.kforge_release()
+
+
+def median_ms(fn, xs, reps=15):
+    import torch
+    for _ in range(3):
+        fn(*xs)
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*xs)
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return sorted(times)[len(times) // 2]
