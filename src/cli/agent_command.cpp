@@ -13,7 +13,7 @@
 #include "base/subprocess.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/pipeline.h"
+#include "cli/stages.h"
 #include "sandbox/toolchain.h"
 #include "schedule/planner.h"
 #include "schedule/schedule.h"

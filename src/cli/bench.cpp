@@ -25,7 +25,7 @@
 #include "cli/commands.h"
 #include "cli/evaluate.h"
 #include "cli/html_report.h"
-#include "cli/pipeline.h"
+#include "cli/stages.h"
 #include "costmodel/measurements.h"
 #include "sandbox/metrics.h"
 #include "sandbox/toolchain.h"

@@ -12,7 +12,7 @@
 #include "cli/bundle.h"
 #include "cli/evaluate.h"
 #include "cli/html_report.h"
-#include "cli/pipeline.h"
+#include "cli/stages.h"
 #include "codegen/export_kernelbench.h"
 #include "sandbox/python.h"
 #include "sandbox/static_check.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "cli/pipeline.h"
+#include "cli/stages.h"
 #include "sandbox/device.h"
 #include "sandbox/harness.h"
 

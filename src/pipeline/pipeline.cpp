@@ -1,5 +1,5 @@
 // Stage helpers shared by the commands: loading, output directories, building, reports.
-#include "cli/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #include <chrono>
 #include <cstdio>
@@ -16,7 +16,7 @@
 #include "sandbox/python.h"
 #include "sandbox/result.h"
 
-namespace kforge::cli {
+namespace kforge::pipeline {
 
 namespace fs = std::filesystem;
 
@@ -433,4 +433,4 @@ std::string report_table(const ir::Graph& g, const schedule::Schedule& s, const 
   return os.str();
 }
 
-}  // namespace kforge::cli
+}  // namespace kforge::pipeline

@@ -17,7 +17,7 @@
 #include "schedule/schedule.h"
 #include "skills/planner.h"
 
-namespace kforge::cli {
+namespace kforge::pipeline {
 
 // The protocols of DESIGN.md; the protocol fixes the module mode the graph is traced in.
 using Protocol = sandbox::Protocol;  // the registry: sandbox/protocols.def
@@ -132,4 +132,4 @@ std::string reference_source_of(const ir::Graph& g);
 
 using ::kforge::sandbox::library_file_name;  // sandbox/candidate.h
 
-}  // namespace kforge::cli
+}  // namespace kforge::pipeline
