@@ -64,26 +64,30 @@ std::string split_kernel_definition() {
          "  if (!isfinite(hi)) hi = __uint_as_float(u & 0xFFFFE000u);\n"
          "  return make_float2(hi, x - hi);\n"
          "}\n"
-         "// One operand's chunk of K, stored [batch][rows][cols] (row stride ld, batch stride bstride), written as "
-         "three\n"
-         "// compact copies along K (the rows when k_is_rows, else the columns): lo in copy lo_slot, hi in the "
-         "others.\n"
+         "// One operand's chunk of kc along K (source: batch stride bs, row stride ld; K along its rows when "
+         "k_is_rows,\n"
+         "// else along its columns, `other` the other extent) written as three copies along K, each kp >= kc long\n"
+         "// (zeros past kc): lo in copy lo_slot, hi in the others. The copies: [batch][3][kp][ldo] when k_is_rows,\n"
+         "// else [batch][other][3 * kp].\n"
          "__global__ void __launch_bounds__(256) kf_tf32_split3(const float* __restrict__ src, float* __restrict__ "
          "dst,\n"
-         "    long long batch, long long rows, long long cols, long long ld, long long bstride, int k_is_rows, int "
-         "lo_slot) {\n"
-         "  KF_GRID_STRIDE(i, batch * rows * cols) {\n"
-         "    const long long c = i % cols, r = (i / cols) % rows, b = i / (cols * rows);\n"
-         "    const float2 s = kf_tf32_split(src[b * bstride + r * ld + c]);\n"
+         "    long long batch, long long kc, long long kp, long long other, long long ld, long long bs, long long "
+         "ldo,\n"
+         "    int k_is_rows, int lo_slot) {\n"
+         "  KF_GRID_STRIDE(i, batch * kp * other) {\n"
+         "    long long k, o, b;\n"
+         "    if (k_is_rows) { o = i % other; k = (i / other) % kp; b = i / (other * kp); }\n"
+         "    else { k = i % kp; o = (i / kp) % other; b = i / (kp * other); }\n"
+         "    const float2 s = k < kc ? kf_tf32_split(src[b * bs + (k_is_rows ? k * ld + o : o * ld + k)])\n"
+         "                            : make_float2(0.0f, 0.0f);\n"
          "    for (int j = 0; j < 3; ++j) {\n"
-         "      const long long o = k_is_rows ? ((b * 3 + j) * rows + r) * cols + c : ((b * rows + r) * 3 + j) * cols "
-         "+ c;\n"
-         "      dst[o] = j == lo_slot ? s.y : s.x;\n"
+         "      const long long d = k_is_rows ? ((b * 3 + j) * kp + k) * ldo + o : (b * other + o) * 3 * kp + j * kp + "
+         "k;\n"
+         "      dst[d] = j == lo_slot ? s.y : s.x;\n"
          "    }\n"
          "  }\n"
          "}\n"
          "#endif\n";
-  ;
 }
 
 namespace {
@@ -93,49 +97,63 @@ bool splits(const RowMajorGemm& g, const GemmTypes& t) {
   return t.split_tf32 && !g.pointer_arrays && g.batch_expr.empty() && g.k > 0;
 }
 
+// The copies' row lengths: M (padded when A is transposed: K along its rows), N (padded when B is not).
+int64_t copy_m(const RowMajorGemm& g) {
+  return g.trans_a ? kernels::split_tf32_padded(g.m) : g.m;
+}
+int64_t copy_n(const RowMajorGemm& g) {
+  return g.trans_b ? g.n : kernels::split_tf32_padded(g.n);
+}
+
 kernels::SplitTf32Chunks chunks_of(const RowMajorGemm& g) {
   const int64_t batches_a = g.batch > 1 && g.stride_a != 0 ? g.batch : 1;
   const int64_t batches_b = g.batch > 1 && g.stride_b != 0 ? g.batch : 1;
-  return kernels::split_tf32_chunks(g.m * batches_a, g.n * batches_b, g.k);
+  return kernels::split_tf32_chunks(copy_m(g) * batches_a, copy_n(g) * batches_b, g.k);
 }
 
-// The split GEMM: per chunk of K, A's and B's chunks split into scratch ([lo | hi | hi] and [hi ; lo ; hi]
-// along K), then one TF32 GEMM over 3 * chunk accumulating onto C after the first chunk.
+// The split GEMM: per chunk of K (at most kSplitTf32MaxChainK), A's and B's chunks split into scratch
+// ([lo | hi | hi] and [hi ; lo ; hi] along K, each copy padded with zeros to a multiple of kSplitTf32Pad),
+// then one TF32 GEMM over the three copies, accumulating onto C after the first chunk.
 std::string split_gemm_call(const RowMajorGemm& g, const std::string& indent) {
   const kernels::SplitTf32Chunks ch = chunks_of(g);
   const int64_t batches_a = g.batch > 1 && g.stride_a != 0 ? g.batch : 1;
   const int64_t batches_b = g.batch > 1 && g.stride_b != 0 ? g.batch : 1;
   const std::string M = std::to_string(g.m) + "LL", N = std::to_string(g.n) + "LL";
   const std::string in = indent + "    ";
+  const int64_t pad = kernels::kSplitTf32Pad;
   std::ostringstream os;
   os << indent << "  // precision 3xtf32: fp32-accurate on TF32 tensor cores (kernels/split_tf32.h), K = " << g.k
      << " in " << ch.chunks << " chunk" << (ch.chunks > 1 ? "s" : "") << " of " << ch.k_chunk << ".\n"
      << indent << "  const float kf_one = 1.0f;\n"
      << indent << "  float* kf_sa = reinterpret_cast<float*>(" << g.scratch << ");\n"
-     << indent << "  float* kf_sb = kf_sa + " << 3 * ch.k_chunk * g.m * batches_a << "LL;\n"
+     << indent << "  float* kf_sb = kf_sa + " << 3 * kernels::split_tf32_padded(ch.k_chunk) * copy_m(g) * batches_a
+     << "LL;\n"
      << indent << "  for (long long kf_k0 = 0; kf_k0 < " << g.k << "LL; kf_k0 += " << ch.k_chunk << "LL) {\n"
      << in << "const long long kf_kc = " << g.k << "LL - kf_k0 < " << ch.k_chunk << "LL ? " << g.k
-     << "LL - kf_k0 : " << ch.k_chunk << "LL;\n";
+     << "LL - kf_k0 : " << ch.k_chunk << "LL;\n"
+     << in << "const long long kf_kp = (kf_kc + " << pad - 1 << "LL) / " << pad << "LL * " << pad << "LL;\n";
   // A stored [M, K] (K along the columns) or, transposed, [K, M]; B stored [K, N] or, transposed, [N, K].
   auto split = [&](const std::string& src, bool k_is_rows, const std::string& other, int64_t ld, int64_t stride,
-                   int64_t batches, const std::string& dst, int lo_slot) {
-    const std::string rows = k_is_rows ? "kf_kc" : other, cols = k_is_rows ? other : "kf_kc";
+                   int64_t batches, int64_t copy_row, const std::string& dst, int lo_slot) {
     const std::string offset = k_is_rows ? "kf_k0 * " + std::to_string(ld) + "LL" : "kf_k0";
-    os << in << "kf_tf32_split3<<<kf_grid(" << batches << "LL * " << rows << " * " << cols
+    os << in << "kf_tf32_split3<<<kf_grid(" << batches << "LL * kf_kp * " << other
        << ", 256), 256, 0, ctx->stream>>>(\n"
-       << in << "    " << src << " + " << offset << ", " << dst << ", " << batches << "LL, " << rows << ", " << cols
-       << ", " << ld << "LL, " << stride << "LL, " << (k_is_rows ? 1 : 0) << ", " << lo_slot << ");\n"
+       << in << "    " << src << " + " << offset << ", " << dst << ", " << batches << "LL, kf_kc, kf_kp, " << other
+       << ", " << ld << "LL, " << stride << "LL, "
+       << (k_is_rows ? std::to_string(copy_row) + "LL" : std::string("3 * kf_kp")) << ", " << (k_is_rows ? 1 : 0)
+       << ", " << lo_slot << ");\n"
        << in << "KF_LAUNCHED();\n";
   };
-  split(g.a, g.trans_a, M, g.lda, g.stride_a, batches_a, "kf_sa", 0);
-  split(g.b, !g.trans_b, N, g.ldb, g.stride_b, batches_b, "kf_sb", 1);
+  split(g.a, g.trans_a, M, g.lda, g.stride_a, batches_a, copy_m(g), "kf_sa", 0);
+  split(g.b, !g.trans_b, N, g.ldb, g.stride_b, batches_b, copy_n(g), "kf_sb", 1);
   const std::string op_first = g.trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N";
   const std::string op_second = g.trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N";
-  const std::string lda = g.trans_a ? M : "3 * kf_kc", ldb = g.trans_b ? "3 * kf_kc" : N;
-  const std::string stride_a = batches_a > 1 ? "3 * kf_kc * " + M : "0LL";
-  const std::string stride_b = batches_b > 1 ? "3 * kf_kc * " + N : "0LL";
+  const std::string lda = g.trans_a ? std::to_string(copy_m(g)) + "LL" : "3 * kf_kp";
+  const std::string ldb = g.trans_b ? "3 * kf_kp" : std::to_string(copy_n(g)) + "LL";
+  const std::string stride_a = batches_a > 1 ? "3 * kf_kp * " + std::to_string(copy_m(g)) + "LL" : "0LL";
+  const std::string stride_b = batches_b > 1 ? "3 * kf_kp * " + std::to_string(copy_n(g)) + "LL" : "0LL";
   os << in << "KF_CUBLAS(cublasGemmStridedBatchedEx_64(kf_h, " << op_first << ", " << op_second << ", " << N << ", "
-     << M << ", 3 * kf_kc, &kf_alpha,\n"
+     << M << ", 3 * kf_kp, &kf_alpha,\n"
      << in << "    kf_sb, CUDA_R_32F, " << ldb << ", " << stride_b << ",\n"
      << in << "    kf_sa, CUDA_R_32F, " << lda << ", " << stride_a << ", kf_k0 == 0 ? &kf_beta : &kf_one,\n"
      << in << "    " << g.c << ", CUDA_R_32F, " << g.ldc << "LL, " << g.stride_c << "LL, " << g.batch

@@ -49,11 +49,12 @@ bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s, const sch
 }
 
 // A float32 cuBLAS GEMM kernel under precision 3xtf32 (kernels/split_tf32.h): three TF32 products per
-// product, and the split's copies of the operands.
+// product, and the split's copies of the operands (a GEMM over per-batch pointers stays exact fp32).
 bool split_tf32(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
-  return s.precision == "3xtf32" && k.impl == schedule::Impl::kLibrary &&
-         k.strategy == schedule::Strategy::kCublasGemm &&
-         g.type(g.nodes()[static_cast<size_t>(k.nodes.front())].output).dtype == ir::DType::kFloat32;
+  if (s.precision != "3xtf32" || k.impl != schedule::Impl::kLibrary || k.strategy != schedule::Strategy::kCublasGemm)
+    return false;
+  const auto gemm = kernels::split_tf32_gemm_of(g, g.nodes()[static_cast<size_t>(k.nodes.front())]);
+  return gemm.ok && gemm.chunks.chunks > 0;
 }
 
 }  // namespace
@@ -214,12 +215,15 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   }
   double tc_work = 1.0;  // tensor-core products per product
   double launches = 1.0;
+  if (s.precision == "3xtf32" && k.strategy == schedule::Strategy::kCublasGemm && !split_tf32(g, s, k))
+    tensor_cores = false;  // not split (per-batch pointers): exact fp32
   if (split_tf32(g, s, k)) {
-    const ir::Node& gemm = g.nodes()[static_cast<size_t>(k.nodes.front())];
-    const double operands = static_cast<double>(g.type(gemm.inputs[0]).bytes() + g.type(gemm.inputs[1]).bytes());
-    c.bytes += kernels::kSplitTf32TrafficPerOperandByte * operands;
-    tc_work = 3.0;
-    launches = 3.0;
+    const kernels::SplitTf32Gemm gemm = kernels::split_tf32_gemm_of(g, g.nodes()[static_cast<size_t>(k.nodes.front())]);
+    if (gemm.ok && gemm.chunks.chunks > 0) {
+      c.bytes += gemm.added_bytes();
+      tc_work = 3.0;
+      launches = 3.0 * static_cast<double>(gemm.chunks.chunks);
+    }
   }
   double compute = tc_work * c.flops / ((tensor_cores ? d.tf32_flops : d.fp32_flops) * conv_rate);
   double memory = c.bytes / d.bytes_per_second;

@@ -16,14 +16,37 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ir/graph.h"
+
 namespace kforge::kernels {
 
 // Scratch for the split operands of one chunk of K (the copies of A and B, tripled along K); a GEMM
 // whose copies would not fit runs over chunks of K, accumulating (beta = 1 after the first).
 inline constexpr int64_t kSplitTf32ScratchBytes = int64_t{1} << 30;
 
+// The longest K one TF32 GEMM accumulates: the tensor cores add each k-step's products into the fp32
+// accumulator without rounding to nearest, which biases a long sum of same-signed products toward zero
+// (measured on the H100 at 25b1fdc: 1.4e-5 relative at K = 2048, 1.9e-4 at K = 32768 in one chain, against
+// kernelbench's 1e-4). Longer contractions run as chunks of at most this much K, the chunks' results added
+// by cuBLAS's epilogue (beta = 1) in fp32 rounded to nearest, so the bias stays that of one chunk.
+inline constexpr int64_t kSplitTf32MaxChainK = 2048;
+// That bias per unit of K in one chain, relative to the sum (the 1.4e-5 measured at 2048). It is systematic
+// (every same-signed sum shrinks alike), not noise: skills/precision.cpp lets one chain's take at most a
+// quarter of the tolerance. On sums that cross zero it scatters; there the error estimate's accumulation-order
+// term (skills/tf32_error.h) refuses the split under 1e-4 already.
+inline constexpr double kSplitTf32ChainBiasPerK = 1.4e-5 / 2048;
+
+// The copies' K extent and the other dims are padded to this many floats (64 bytes), zeros in the K padding:
+// cuBLAS's tensor-core kernels want 16-byte-aligned rows (an odd K or N, as 2949 or 5921, otherwise sends
+// it to slower ones).
+inline constexpr int64_t kSplitTf32Pad = 16;
+inline int64_t split_tf32_padded(int64_t n) {
+  return (n + kSplitTf32Pad - 1) / kSplitTf32Pad * kSplitTf32Pad;
+}
+
 // Bytes the split adds to a GEMM whose operands hold `operand_bytes`: the split reads them once and
-// writes three copies, and the GEMM reads the three copies instead of one.
+// writes three copies, and the GEMM reads the three copies instead of one; each chunk after the first
+// reads and writes the output once more (beta = 1).
 inline constexpr double kSplitTf32TrafficPerOperandByte = 6.0;
 
 // The split pays where the GEMM has at least this many FLOPs per byte the split adds (the fp32 rate
@@ -33,31 +56,46 @@ inline constexpr double kSplitTf32MinFlopsPerByte = 48.0;
 inline constexpr double kSplitTf32MinFlops = 1e9;
 
 struct SplitTf32Chunks {
-  int64_t k_chunk = 0;  // K per chunk (the last may be shorter)
+  int64_t k_chunk = 0;  // K per chunk (the last may be shorter), at most kSplitTf32MaxChainK
   int64_t chunks = 0;
-  int64_t scratch_bytes = 0;  // for one chunk: 3 * k_chunk * (a_rows + b_cols) floats
+  int64_t scratch_bytes = 0;  // for one chunk: 3 * padded k_chunk * (a_rows + b_cols) floats
 };
 
-// The chunks of K for a GEMM whose split copies hold a_rows rows of A (M times A's stored batches) and
-// b_cols columns of B (N times B's stored batches) per unit of K; chunks of a multiple of 64 where K
-// must be cut. chunks == 0 when not even 64 of K fit the scratch.
+// The chunks of K for a GEMM whose split copies hold a_rows rows of A and b_cols columns of B per unit of K
+// (M and N, padded where they are the copies' rows, times the operand's stored batches); chunks of a
+// multiple of 64 where the scratch cuts them. chunks == 0 when not even 64 of K fit the scratch.
 inline SplitTf32Chunks split_tf32_chunks(int64_t a_rows, int64_t b_cols, int64_t k) {
   SplitTf32Chunks c;
   const int64_t per_k = 3 * 4 * (a_rows + b_cols);  // bytes of scratch per unit of K
   if (per_k <= 0 || k <= 0) return c;
-  int64_t fit = kSplitTf32ScratchBytes / per_k;
+  int64_t fit = std::min(kSplitTf32ScratchBytes / per_k, kSplitTf32MaxChainK);
   if (fit < k) fit = fit / 64 * 64;
   if (fit <= 0) return c;
   c.k_chunk = std::min(fit, k);
   c.chunks = (k + c.k_chunk - 1) / c.k_chunk;
-  c.scratch_bytes = per_k * c.k_chunk;
+  c.scratch_bytes = per_k * split_tf32_padded(c.k_chunk);
   return c;
 }
 
-// Whether splitting a GEMM of `flops` whose operands hold `operand_bytes` pays (see the constants).
-inline bool split_tf32_pays(double flops, double operand_bytes) {
-  return flops >= kSplitTf32MinFlops &&
-         flops >= kSplitTf32MinFlopsPerByte * kSplitTf32TrafficPerOperandByte * operand_bytes;
-}
+// A float32 GEMM node (linear, matmul, einsum as one GEMM) as the split sees it: its work, its bytes and
+// the chunks of K its copies take (the sizes codegen/gemm_emit.cpp uses). ok is false for any other node
+// and for a matmul whose batches broadcast through per-batch pointers (not split: exact fp32).
+struct SplitTf32Gemm {
+  bool ok = false;
+  double flops = 0, operand_bytes = 0, output_bytes = 0;
+  int64_t k = 0;
+  SplitTf32Chunks chunks;
+  // Bytes the split adds: the copies (kSplitTf32TrafficPerOperandByte) and a read and write of the output
+  // per chunk after the first.
+  double added_bytes() const {
+    return kSplitTf32TrafficPerOperandByte * operand_bytes +
+           2.0 * static_cast<double>(chunks.chunks - 1) * output_bytes;
+  }
+  // Whether it pays (the constants above); never when not even 64 of K fit the scratch.
+  bool pays() const {
+    return ok && chunks.chunks > 0 && flops >= kSplitTf32MinFlops && flops >= kSplitTf32MinFlopsPerByte * added_bytes();
+  }
+};
+SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n);
 
 }  // namespace kforge::kernels

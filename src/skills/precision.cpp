@@ -3,7 +3,6 @@
 
 #include <cstdio>
 
-#include "ir/shape_rules.h"
 #include "kernels/split_tf32.h"
 #include "skills/tf32_error.h"
 
@@ -89,29 +88,14 @@ bool on_cudnn(const schedule::Kernel& k) {
           k.strategy == schedule::Strategy::kCudnnRnn);
 }
 
-// FLOPs of a GEMM node (linear, matmul, einsum as one GEMM), 0 for anything else.
-double gemm_flops(const ir::Graph& g, const ir::Node& n) {
-  const double out = static_cast<double>(g.type(n.output).numel());
-  switch (ir::op_info(n.op).family) {
-    case ir::OpFamily::kLinear: return 2.0 * out * static_cast<double>(g.type(n.inputs[1]).shape.at(1));
-    case ir::OpFamily::kMatmul: return 2.0 * out * static_cast<double>(g.type(n.inputs[0]).shape.back());
-    case ir::OpFamily::kEinsum: {
-      if (n.inputs.size() != 2) return 0;
-      auto v = ir::einsum_as_gemm(n.attrs.s("equation"), g.type(n.inputs[0]).shape, g.type(n.inputs[1]).shape,
-                                  g.type(n.output).shape);
-      return v.is_ok() ? 2.0 * static_cast<double>(v->batch * v->m * v->n * v->k) : 0;
-    }
-    default: return 0;
-  }
-}
-
 }  // namespace
 
 std::vector<Site> split_tf32_contractions_sites(const ir::Graph& g, const schedule::Schedule& s) {
   if (s.precision != "fp32") return {};
   Site site;
   std::vector<int> nodes;
-  double flops = 0, operand_bytes = 0;
+  double flops = 0, added_bytes = 0;
+  bool every_chunked = true;
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const schedule::Kernel& kernel = s.kernels[k];
     if (on_cudnn(kernel)) return {};
@@ -120,12 +104,19 @@ std::vector<Site> split_tf32_contractions_sites(const ir::Graph& g, const schedu
     if (node < 0) continue;
     const ir::Node& n = g.nodes()[static_cast<size_t>(node)];
     if (g.type(n.output).dtype != ir::DType::kFloat32) continue;
+    const kernels::SplitTf32Gemm gemm = kernels::split_tf32_gemm_of(g, n);
     site.kernels.push_back(static_cast<int>(k));
     nodes.push_back(node);
-    flops += gemm_flops(g, n);
-    operand_bytes += static_cast<double>(g.type(n.inputs[0]).bytes() + g.type(n.inputs[1]).bytes());
+    flops += gemm.flops;
+    added_bytes += gemm.ok ? gemm.added_bytes() : 0;
+    every_chunked = every_chunked && gemm.ok && gemm.chunks.chunks > 0;
   }
-  if (site.kernels.empty() || !kernels::split_tf32_pays(flops, operand_bytes)) return {};
+  // Together, as one precision serves them all; a GEMM the split cannot take runs exact fp32 (no gain).
+  if (site.kernels.empty() || !every_chunked || flops < kernels::kSplitTf32MinFlops ||
+      flops < kernels::kSplitTf32MinFlopsPerByte * added_bytes)
+    return {};
+  // The tensor cores' accumulation bias over one chain (relative, systematic) within a quarter of the tolerance.
+  if (kernels::kSplitTf32ChainBiasPerK * static_cast<double>(kernels::kSplitTf32MaxChainK) > s.tolerance / 4) return {};
   if (!tf32_error_exceeds_tolerance(g, s, {}, nodes).empty()) return {};
   site.what = "3xTF32 tensor cores (fp32-accurate) for " + std::to_string(site.kernels.size()) + " cuBLAS GEMM kernels";
   return {site};

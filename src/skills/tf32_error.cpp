@@ -7,6 +7,8 @@
 #include <limits>
 #include <set>
 
+#include "kernels/split_tf32.h"
+
 namespace kforge::skills {
 
 namespace {
@@ -242,6 +244,8 @@ Tf32ErrorEstimate estimate_tf32_error(const ir::Graph& g, const std::vector<int>
           // partial sums S_k: mean k mu, variance k sigma^2; sum over k of E[S_k^2] = K^3 mu^2 / 3 + K^2 sigma^2 / 2
           const double mu = a.mean * b.mean, var = std::max(0.0, second - mu * mu);
           const double partials = std::sqrt(k * k * k * mu * mu / 3 + k * k * var / 2);
+          // (the tensor cores' accumulation bias over one chain, kernels/split_tf32.h, scales same-signed sums
+          // alike: split_tf32_contractions bounds it against the tolerance, not this estimate)
           out_e += kSplitTf32ProductError * std::sqrt(k) * a.rms() * b.rms() +
                    std::sqrt(2.0) * kFp32UnitRoundoff / std::sqrt(3.0) * partials;
         }

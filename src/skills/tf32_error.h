@@ -41,7 +41,8 @@ inline constexpr double kTf32AllowedFailures = 0.01;       // expected failing e
 // 3xTF32 (kernels/split_tf32.h) on a contraction: a product's error is below 1.25 2^-20 |a||b|; taken as
 // 2^-20 rms(a) rms(b) per product (a bound used as a standard deviation: conservative), plus the
 // difference of two fp32 accumulation orders (torch's GEMM and the split one): each rounds every partial
-// sum within 2^-24 of it, a standard deviation of 2^-24/sqrt(3) |S_k| per step, summed over the K steps.
+// sum within 2^-24 of it, a standard deviation of 2^-24/sqrt(3) |S_k| per step, summed over the K steps. (The
+// tensor cores' accumulation bias, kernels/split_tf32.h, scales same-signed sums alike; the skill bounds it.)
 inline constexpr double kSplitTf32ProductError = 1.0 / 1048576.0;  // 2^-20
 inline constexpr double kFp32UnitRoundoff = 1.0 / 16777216.0;      // 2^-24
 

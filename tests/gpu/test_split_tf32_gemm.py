@@ -1,13 +1,13 @@
 """GPU test of 3xTF32 GEMMs (precision 3xtf32, the split_tf32_contractions skill; kernels/split_tf32.h and
 codegen/gemm_emit.cpp; ctest label gpu, skipped without a GPU). Problems of every GEMM form the split takes
 (one GEMM, A's batch folded into M, strided batches, a shared operand (stride 0), a transposed operand
-through nn.Linear and through an einsum, a bias accumulated with beta = 1, and K cut into two chunks of the
-1 GiB scratch) are built with `kforge build --protocol kernelbench`, which must pick precision 3xtf32, and
+through nn.Linear and through an einsum, a bias accumulated with beta = 1, and K = 32768 in 16 chains of 2048) are built with `kforge build --protocol kernelbench`, which must pick precision 3xtf32, and
 run on fresh random inputs (uniform as KernelBench's, and normal ones whose outputs cross zero). Checked:
   - against float64: |out - exact| <= (1.25 2^-20 (1 + 2^-11) + gamma_3K) (|A| @ |B|), the split's per-product
     bound plus fp32 accumulation's worst case over any order (gamma_n = n 2^-24 / (1 - n 2^-24)): a split
     that dropped the remainder (plain TF32, 2^-11 per product) breaks it;
-  - at least 20x closer to float64 than plain TF32 on the same inputs (measured: TF32's error is ~1000x);
+  - its errors' scatter (around their mean: the tensor cores' accumulation shifts same-signed sums alike, in TF32
+    and in the split) at least 5x below plain TF32's on the same inputs (a split that dropped lo is TF32);
   - against torch's fp32 GEMM at kernelbench's atol = rtol = 1e-4 (torch.allclose) where kernelbench's plan
     takes the split (every uniform problem; the normal ones whose outputs cross zero it leaves in fp32, by the
     error estimate of skills/tf32_error.h, and they are built with --precision 3xtf32 for the other checks);
@@ -105,9 +105,8 @@ def built(tmp_path_factory):
         assert p.returncode == 0, f"kforge build {key} failed:\n{log}"
         assert json.loads((tmp / key / "schedule.json").read_text())["precision"] == "3xtf32", key
         out[key] = (path, chosen, tmp / key / "model_new.py")
-    # The skill takes every uniform problem (KernelBench's inputs) and the linear (small weights).
+    # The skill takes every uniform problem (KernelBench's inputs), none of the normal ones.
     assert all(out[f"{n}_uniform"][1] for n in PROBLEMS), {k: v[1] for k, v in out.items()}
-    assert out["linear_bias_normal"][1]
     return out
 
 
@@ -148,9 +147,14 @@ def test_split_gemm_is_fp32_accurate(built, key):
             err = (got.double() - exact).abs()
             assert bool((err <= bound).all()), f"{key}: error {err.max().item():.3g} past the 3xTF32 bound"
             torch.backends.cuda.matmul.allow_tf32 = True
-            tf32_err = (ref(*xs).double() - exact).abs().max().item()
+            tf32_diff = ref(*xs).double() - exact
             torch.backends.cuda.matmul.allow_tf32 = False
-            assert err.max().item() * 5 <= tf32_err, f"{key}: {err.max().item():.3g} is not far below TF32's {tf32_err:.3g}"
+            tf32_err = tf32_diff.abs().max().item()
+            # The tensor cores' accumulation shifts every same-signed sum alike (TF32's and the split's: kernels/
+            # split_tf32.h); what the split removes is TF32's per-product rounding, the scatter around that shift.
+            diff = got.double() - exact
+            scatter, tf32_scatter = (diff - diff.mean()).abs().max().item(), (tf32_diff - tf32_diff.mean()).abs().max().item()
+            assert scatter * 5 <= tf32_scatter, f"{key}: scatter {scatter:.3g} is not far below TF32's {tf32_scatter:.3g}"
             if chosen:  # where kernelbench's plan takes the split, it keeps torch fp32's result within 1e-4
                 assert torch.allclose(got, want, atol=TOL, rtol=TOL), \
                     f"{key}: max abs difference to torch fp32 {(got - want).abs().max().item():.3g} at 1e-4"

@@ -149,8 +149,9 @@ TEST(CodegenLibraryMatmul, PrecisionSelectsTheComputeType) {
   Program p = emit(g, "3xtf32");
   const auto& k = p.kernels[0];
   EXPECT_TRUE(has(k.code, "kf_tf32_split3<<<")) << k.code;
-  EXPECT_TRUE(has(k.code, "3 * kf_kc, &kf_alpha") && has(k.code, "CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT"));
-  EXPECT_EQ(k.workspace_bytes, size_t{3} * 4 * 8 * (8 + 8));
+  EXPECT_TRUE(has(k.code, "3 * kf_kp, &kf_alpha") && has(k.code, "CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT"));
+  // K padded to 16 (zeros), and B's rows (N, not transposed) too: 3 copies x 16 x (8 + 16) floats
+  EXPECT_EQ(k.workspace_bytes, size_t{3} * 4 * 16 * (8 + 16));
   EXPECT_EQ(k.launches, 3);
 }
 

@@ -116,14 +116,12 @@ TEST(EinsumGemm, SitesThenTf32WhereTheToleranceAllowsIt) {
   auto big_exact = plan_default(big, fp32_only);
   ASSERT_TRUE(big_fast.is_ok() && big_exact.is_ok() && big_split.is_ok());
   ASSERT_EQ(big_fast->precision, "tf32");
-  ASSERT_EQ(big_split->precision, "3xtf32");  // kernelbench's 1e-4: 3xTF32 on rand inputs (split_tf32_contractions)
+  // kernelbench's 1e-4: no 3xTF32 at level1/11's size: its 1 GiB operand cuts K into chunks of 64 in the
+  // scratch, each re-reading the 3 GB output (measured 12.1 ms against exact fp32's 10.5 on the H100 at 25b1fdc)
+  ASSERT_EQ(big_split->precision, "fp32");
   ASSERT_EQ(big_exact->precision, "fp32");
   const double floor_tf32 = costmodel::program_cost(big, big_fast.value()).floor_seconds;
-  const double floor_split = costmodel::program_cost(big, big_split.value()).floor_seconds;
   EXPECT_LT(floor_tf32 * 4, costmodel::program_cost(big, big_exact.value()).floor_seconds);
-  EXPECT_NEAR(floor_split, 3 * floor_tf32, 0.01 * floor_split);  // three TF32 products per product
-  EXPECT_LT(costmodel::program_cost(big, big_split.value()).seconds,
-            costmodel::program_cost(big, big_exact.value()).seconds);
   // A trace is no GEMM; integer einsums stay generated.
   ir::Graph trace = graph_from_text(one_node_graph("einsum", {{"a", {50, 50}}}, R"({"equation": "ii->"})", {}));
   EXPECT_TRUE(einsum_gemm_sites(trace, schedule::plan_one_kernel_per_op(trace, {})).empty());

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "codegen/program.h"
+#include "costmodel/roofline.h"
 #include "skills/planner.h"
 #include "skills/precision.h"
 #include "test_util.h"
@@ -116,11 +117,19 @@ TEST(SplitTf32Contractions, LargeGemmsUnderKernelbenchsTolerance) {
   const std::string& code = p->kernels[0].code;
   EXPECT_NE(code.find("kf_tf32_split3<<<"), std::string::npos);
   EXPECT_NE(code.find("CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT"), std::string::npos);
-  EXPECT_NE(code.find("3 * kf_kc"), std::string::npos);
+  EXPECT_NE(code.find("3 * kf_kp"), std::string::npos);
   EXPECT_EQ(p->kernels[0].launches, 3);
   // the scratch: three copies of A and of B
   EXPECT_EQ(p->buffers.workspace_bytes, static_cast<size_t>(3 * 4 * 2048 * (2048 + 2048)));
   kforge::testing::expect_builds_with_nvcc(p.value(), "split-tf32-build");
+  // the cost model: three TF32 products per product (the floor), and faster than exact fp32 at this size
+  auto fp32 = plan_default(g, {.base = {.precision = "fp32", .tolerance = 1e-4}, .disabled = {"split_tf32_contractions"}});
+  auto tf32 = schedule::plan_one_kernel_per_op(g, {.precision = "tf32", .tolerance = 1e-2});
+  ASSERT_TRUE(fp32.is_ok());
+  EXPECT_NEAR(costmodel::program_cost(g, strict.value()).floor_seconds,
+              3 * costmodel::program_cost(g, tf32).floor_seconds - 2 * costmodel::DeviceCeilings{}.launch_seconds,
+              1e-3 * costmodel::program_cost(g, strict.value()).floor_seconds);
+  EXPECT_LT(costmodel::program_cost(g, strict.value()).seconds, costmodel::program_cost(g, fp32.value()).seconds);
   // under cuda-agent's 1e-2, TF32 comes first in the catalogue and the split has no site after it
   auto loose = plan_default(g, {.base = {.precision = "fp32", .tolerance = 1e-2}});
   ASSERT_TRUE(loose.is_ok());
@@ -137,6 +146,8 @@ TEST(SplitTf32Contractions, NotWhereItCannotPayOrHold) {
   EXPECT_EQ(site_count(matmul_graph(2048, 2048, 2048, kUniform)), 1u);
   EXPECT_EQ(site_count(matmul_graph(256, 256, 256, kUniform)), 0u) << "below 1 GFLOP: the launches do not pay";
   EXPECT_EQ(site_count(matmul_graph(256, 524288, 256, kUniform)), 0u) << "large K, small M and N: memory-bound";
+  EXPECT_EQ(site_count(matmul_graph(1048576, 256, 768, kUniform)), 0u)
+      << "a 1 GiB operand: the scratch cuts K into 4 chunks, each re-reading the 3 GB output";
   EXPECT_EQ(site_count(matmul_graph(2048, 2048, 2048, kUniform, true)), 0u)
       << "3xtf32 would put the convolution on exact FMA engines";
   // outputs that cross zero: two fp32 accumulation orders differ by more than 1e-4 near it
@@ -148,16 +159,16 @@ TEST(SplitTf32Contractions, NotWhereItCannotPayOrHold) {
   EXPECT_NE(refused.status().message().find("already tf32"), std::string::npos);
 }
 
-TEST(SplitTf32Contractions, CutsKIntoChunksOfTheScratch) {
-  // 12 bytes per unit of K per row of A and column of B: K = 32768 with M + N = 3072 needs 1.2 GB > 1 GiB
+TEST(SplitTf32Contractions, CutsKIntoChains) {
+  // one TF32 GEMM accumulates at most 2048 of K (kernels/split_tf32.h: the tensor cores' accumulation bias)
   ir::Graph g = graph_from_text(matmul_graph(1024, 32768, 2048, kUniform));
   auto s = schedule::plan_one_kernel_per_op(g, {.precision = "3xtf32", .tolerance = 1e-4});
   auto p = codegen::emit_program(g, s, {.library_file = "lib.so", .reference_source = "#\n"});
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   const std::string& code = p->kernels[0].code;
-  EXPECT_NE(code.find("K = 32768 in 2 chunks of 29120"), std::string::npos) << code;
+  EXPECT_NE(code.find("K = 32768 in 16 chunks of 2048"), std::string::npos) << code;
   EXPECT_NE(code.find("kf_k0 == 0 ? &kf_beta : &kf_one"), std::string::npos);
-  EXPECT_EQ(p->kernels[0].launches, 6);
+  EXPECT_EQ(p->kernels[0].launches, 48);
   EXPECT_LE(p->buffers.workspace_bytes, static_cast<size_t>(1) << 30);
 }
 

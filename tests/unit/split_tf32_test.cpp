@@ -72,13 +72,19 @@ TEST(SplitTf32, ChunksOfK) {
   EXPECT_EQ(one.chunks, 1);
   EXPECT_EQ(one.k_chunk, 2048);
   EXPECT_EQ(one.scratch_bytes, 3 * 4 * 2048 * 4096);
-  auto two = split_tf32_chunks(1024, 2048, 32768);
-  EXPECT_EQ(two.k_chunk, 29120);  // 2^30 / (12 * 3072) = 29127, a multiple of 64 below it
-  EXPECT_EQ(two.chunks, 2);
-  EXPECT_LE(two.scratch_bytes, kSplitTf32ScratchBytes);
+  // one TF32 chain accumulates at most kSplitTf32MaxChainK of K (the tensor cores' accumulation bias)
+  auto chained = split_tf32_chunks(1024, 2048, 32768);
+  EXPECT_EQ(chained.k_chunk, kSplitTf32MaxChainK);
+  EXPECT_EQ(chained.chunks, 16);
+  // where the scratch cuts first: a multiple of 64 below 2^30 / (12 * (a_rows + b_cols))
+  auto cut = split_tf32_chunks(int64_t{1} << 20, 768, 256);
+  EXPECT_EQ(cut.k_chunk, 64);
+  EXPECT_EQ(cut.chunks, 4);
+  EXPECT_LE(cut.scratch_bytes, kSplitTf32ScratchBytes);
+  // an odd K pads each copy to 16 floats (zeros), so the GEMM's rows stay 16-byte aligned
+  EXPECT_EQ(split_tf32_chunks(8205, 5936, 2949).scratch_bytes, 3 * 4 * (8205 + 5936) * int64_t{2048});
+  EXPECT_EQ(split_tf32_padded(2949), 2960);
   EXPECT_EQ(split_tf32_chunks(int64_t{1} << 30, int64_t{1} << 30, 4096).chunks, 0) << "not even 64 of K fits";
-  EXPECT_TRUE(split_tf32_pays(2.0 * 4096 * 4096 * 4096, 2.0 * 4 * 4096 * 4096));
-  EXPECT_FALSE(split_tf32_pays(2.0 * 256 * 256 * 524288, 4.0 * 256 * 524288 * 2));
 }
 
 TEST(SplitTf32, GeneratedKernelRoundsAsEmulated) {
@@ -86,7 +92,8 @@ TEST(SplitTf32, GeneratedKernelRoundsAsEmulated) {
   const std::string h = codegen::gemm::split_kernel_definition();
   EXPECT_NE(h.find("(u + 0x0FFFu + ((u >> 13) & 1u)) & 0xFFFFE000u"), std::string::npos);
   EXPECT_NE(h.find("if (!isfinite(hi)) hi = __uint_as_float(u & 0xFFFFE000u);"), std::string::npos);
-  EXPECT_NE(h.find("dst[o] = j == lo_slot ? s.y : s.x;"), std::string::npos);
+  EXPECT_NE(h.find("dst[d] = j == lo_slot ? s.y : s.x;"), std::string::npos);
+  EXPECT_NE(h.find(": make_float2(0.0f, 0.0f)"), std::string::npos) << "the K padding must be zeros";
 }
 
 }  // namespace

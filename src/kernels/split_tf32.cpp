@@ -1,0 +1,69 @@
+// The sizes of a GEMM node under the 3xTF32 split (kernels/split_tf32.h), as codegen/gemm_emit.cpp lays out
+// its copies: A's copies have rows of M (padded when A is transposed and M is the copies' row length), B's
+// of N (padded when B is not transposed).
+#include "kernels/split_tf32.h"
+
+#include "ir/shape_rules.h"
+
+namespace kforge::kernels {
+
+namespace {
+
+double numel(const ir::Shape& s) {
+  double n = 1;
+  for (auto d : s) n *= static_cast<double>(d);
+  return n;
+}
+
+}  // namespace
+
+SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
+  SplitTf32Gemm out;
+  if (n.inputs.size() < 2 || g.type(n.output).dtype != ir::DType::kFloat32) return out;
+  const ir::Shape& sa = g.type(n.inputs[0]).shape;
+  const ir::Shape& sb = g.type(n.inputs[1]).shape;
+  int64_t a_rows = 0, b_cols = 0, k = 0;
+  switch (ir::op_info(n.op).family) {
+    case ir::OpFamily::kLinear: {  // x [R, I] W[O, I]^T: B transposed
+      if (sb.size() != 2) return out;
+      k = sb[1];
+      a_rows = k > 0 ? static_cast<int64_t>(numel(g.type(n.output).shape)) / sb[0] : 0;
+      b_cols = sb[0];
+      break;
+    }
+    case ir::OpFamily::kMatmul: {  // neither transposed; a's batch folds into M when b has none
+      if (sa.empty() || sb.empty()) return out;
+      const ir::Shape a2 = sa.size() == 1 ? ir::Shape{1, sa[0]} : sa;
+      const ir::Shape b2 = sb.size() == 1 ? ir::Shape{sb[0], 1} : sb;
+      const double nba = numel(ir::Shape(a2.begin(), a2.end() - 2)), nbb = numel(ir::Shape(b2.begin(), b2.end() - 2));
+      const double nb =
+          numel(ir::Shape(g.type(n.output).shape.begin(),
+                          g.type(n.output).shape.end() - std::min<size_t>(2, g.type(n.output).shape.size())));
+      if (nbb != 1 && !((nba == 1 || nba == nb) && nbb == nb)) return out;  // per-batch pointers: not split
+      k = a2.back();
+      a_rows = static_cast<int64_t>(nba) * a2[a2.size() - 2];
+      b_cols = static_cast<int64_t>(nbb) * split_tf32_padded(b2.back());
+      break;
+    }
+    case ir::OpFamily::kEinsum: {
+      if (n.inputs.size() != 2) return out;
+      auto v = ir::einsum_as_gemm(n.attrs.s("equation"), sa, sb, g.type(n.output).shape);
+      if (!v.is_ok()) return out;
+      k = v->k;
+      a_rows = v->batch * (v->trans_a ? split_tf32_padded(v->m) : v->m);
+      b_cols = v->batch * (v->trans_b ? v->n : split_tf32_padded(v->n));
+      break;
+    }
+    default: return out;
+  }
+  if (k <= 0) return out;
+  out.ok = true;
+  out.k = k;
+  out.flops = 2.0 * numel(g.type(n.output).shape) * static_cast<double>(k);
+  out.operand_bytes = static_cast<double>(g.type(n.inputs[0]).bytes() + g.type(n.inputs[1]).bytes());
+  out.output_bytes = static_cast<double>(g.type(n.output).bytes());
+  out.chunks = split_tf32_chunks(a_rows, b_cols, k);
+  return out;
+}
+
+}  // namespace kforge::kernels
