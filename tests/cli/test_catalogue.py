@@ -127,7 +127,7 @@ def test_reuse_explores_again_only_the_problems_whose_programs_changed(tmp_path)
     full = tmp_path / "full.jsonl"
     r = explore("--record", str(full))
     assert r.returncode == 0, r.stderr
-    assert len(lines(requests)) == 5  # ReLU 1 program, the GEMM 4
+    assert len(lines(requests)) == 7  # ReLU 1 program, the GEMM 6
     rows = lines(full)
     # An older log: another catalogue, whose skills did not reach one of the GEMM's programs.
     gemm = [x for x in rows if x.get("task") == "99_Matmul_GELU_Softmax"]
@@ -139,24 +139,24 @@ def test_reuse_explores_again_only_the_problems_whose_programs_changed(tmp_path)
     new = tmp_path / "new.jsonl"
     r = explore("--record", str(new), "--reuse", str(old), "--dry-run")
     assert r.returncode == 0, r.stderr
-    assert "1 problems would be reused, 1 explored (4 programs)" in r.stdout
-    assert "explore 99_Matmul_GELU_Softmax (4 programs)" in r.stdout
+    assert "1 problems would be reused, 1 explored (6 programs)" in r.stdout
+    assert "explore 99_Matmul_GELU_Softmax (6 programs)" in r.stdout
     assert "explore 19_ReLU" not in r.stdout
     assert not new.exists() and not requests.exists()
 
-    # The run: ReLU copied (nothing measured), the GEMM measured again whole (its 4 programs).
+    # The run: ReLU copied (nothing measured), the GEMM measured again whole (its 6 programs).
     r = explore("--record", str(new), "--reuse", str(old))
     assert r.returncode == 0, r.stderr
     assert "1 reused unchanged from" in r.stdout
     reqs = lines(requests)
-    assert len(reqs) == 4 and all("99_Matmul_GELU_Softmax" in q["candidate"] for q in reqs)
+    assert len(reqs) == 6 and all("99_Matmul_GELU_Softmax" in q["candidate"] for q in reqs)
     out = lines(new)
     assert out[0]["action_space"] == current()
     done = {x["task_done"]: x for x in out if "task_done" in x}
     assert done["19_ReLU"]["reused_from"] == str(old) and "reused_from" not in done["99_Matmul_GELU_Softmax"]
     relu_old = [x for x in rows if x.get("task") == "19_ReLU"]
     assert [x for x in out if x.get("task") == "19_ReLU"] == relu_old  # copied as they were
-    assert len([x for x in out if x.get("task") == "99_Matmul_GELU_Softmax"]) == 4
+    assert len([x for x in out if x.get("task") == "99_Matmul_GELU_Softmax"]) == 6
     assert kforge("catalogue", "--check", str(new)).returncode == 0
 
     # A log that holds everything: nothing to explore, nothing measured.

@@ -143,7 +143,7 @@ def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
     env = dict(os.environ, KFORGE_ASSUME_GPU="1", KFORGE_HARNESS_PYTHON=str(fake), KFORGE_SANDBOX="none",
                FAKE_LOG=str(tmp_path / "requests.jsonl"))
     log = tmp_path / "log.jsonl"
-    # The GEMM has 4 states, ReLU 1; --max-states 3 leaves the GEMM out rather than measure part of it.
+    # The GEMM has 6 states (fp32, TF32 or 3xTF32, each with or without its epilogue), ReLU 1; --max-states 3 leaves the GEMM out rather than measure part of it.
     r = subprocess.run([KFORGE, "explore", RELU, GEMM, "--device", "cuda", "--no-compile", "--max-states", "3",
                         "--record", str(log), "--out", str(tmp_path / "cands")],
                        capture_output=True, text=True, env=env, timeout=600)
@@ -154,15 +154,15 @@ def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
                         str(log), "--resume", "--out", str(tmp_path / "cands")],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
-    assert "built the 4 programs of problems 1-1" in r.stderr
+    assert "built the 6 programs of problems 1-1" in r.stderr
     evals = [x for x in records(log) if "task_done" not in x]
-    assert len(evals) == 5 and all(not e["result"]["predicted"] for e in evals)
+    assert len(evals) == 7 and all(not e["result"]["predicted"] for e in evals)
     reqs = records(tmp_path / "requests.jsonl")
-    assert len(reqs) == 5 and all(q["profile"] and not any(b.startswith("compile") for b in q["timing"]["baselines"])
+    assert len(reqs) == 7 and all(q["profile"] and not any(b.startswith("compile") for b in q["timing"]["baselines"])
                                   for q in reqs)
-    assert len({q["candidate"] for q in reqs}) == 5  # each program built and measured once
-    # --eager-once: eager timed with the GEMM's first state only, its times given to the other three.
-    assert ["eager" in q["timing"]["baselines"] for q in reqs[1:]] == [True, False, False, False]
+    assert len({q["candidate"] for q in reqs}) == 7  # each program built and measured once
+    # --eager-once: eager timed with the GEMM's first state only, its times given to the other five.
+    assert ["eager" in q["timing"]["baselines"] for q in reqs[1:]] == [True] + [False] * 5
     assert all(e["result"]["t_eager"] == 0.002 and e["result"]["t_eager_repeat"] == 0.00201 for e in evals)
 
     if not built_with_torch():
@@ -173,7 +173,7 @@ def test_explore_on_the_gpu_path_with_a_stand_in_harness(tmp_path):
     assert t.returncode == 0, t.stderr[-2000:]
     rep = json.load(open(report))
     assert rep["predicted"] is False and "replayed GPU measurements" in rep["replay"]["evaluator"]
-    assert rep["exhaustive"]["evaluations"] == 5
+    assert rep["exhaustive"]["evaluations"] == 7
     # No torch.compile times: the rate is unknown, not zero.
     assert rep["learned"]["faster_than_compile_rate"] is None
     assert "n/a (no compile times)" in t.stdout
@@ -203,13 +203,13 @@ def test_explore_resumes_inside_a_problem_without_measuring_again(tmp_path):
     r = run("--resume")
     assert r.returncode == 0, r.stderr
     full = log.read_text().splitlines()
-    assert len(records(requests)) == 4 and "task_done" in full[-1]
+    assert len(records(requests)) == 6 and "task_done" in full[-1]
     log.write_text("\n".join(full[:3]) + "\n")  # the header and two states
     requests.unlink()
-    # --resume answers the two recorded states from the log and measures only the other two.
+    # --resume answers the two recorded states from the log and measures only the other four.
     r = run("--resume")
     assert r.returncode == 0, r.stderr
-    assert len(records(requests)) == 2
+    assert len(records(requests)) == 4
     lines = records(log)
     assert [x["task_done"] for x in lines if "task_done" in x] == ["99_Matmul_GELU_Softmax"]
-    assert len({x["state"] for x in lines if "task_done" not in x}) == 4
+    assert len({x["state"] for x in lines if "task_done" not in x}) == 6

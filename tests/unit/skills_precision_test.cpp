@@ -123,7 +123,8 @@ TEST(SplitTf32Contractions, LargeGemmsUnderKernelbenchsTolerance) {
   EXPECT_EQ(p->buffers.workspace_bytes, static_cast<size_t>(3 * 4 * 2048 * (2048 + 2048)));
   kforge::testing::expect_builds_with_nvcc(p.value(), "split-tf32-build");
   // the cost model: three TF32 products per product (the floor), and faster than exact fp32 at this size
-  auto fp32 = plan_default(g, {.base = {.precision = "fp32", .tolerance = 1e-4}, .disabled = {"split_tf32_contractions"}});
+  auto fp32 =
+      plan_default(g, {.base = {.precision = "fp32", .tolerance = 1e-4}, .disabled = {"split_tf32_contractions"}});
   auto tf32 = schedule::plan_one_kernel_per_op(g, {.precision = "tf32", .tolerance = 1e-2});
   ASSERT_TRUE(fp32.is_ok());
   EXPECT_NEAR(costmodel::program_cost(g, strict.value()).floor_seconds,
