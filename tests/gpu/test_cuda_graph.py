@@ -15,6 +15,8 @@ import textwrap
 
 import pytest
 
+from gpu_util import load
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(HERE, "../../build/kforge"))
 
@@ -48,12 +50,6 @@ PROBLEM = textwrap.dedent("""
         return []
     """)
 
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")

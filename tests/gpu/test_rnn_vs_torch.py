@@ -16,6 +16,8 @@ import textwrap
 
 import pytest
 
+from gpu_util import load, median_ms
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(ROOT, "build", "kforge"))
@@ -56,12 +58,6 @@ ALL_MODES = textwrap.dedent("""
 ALL_MODES_OUTPUTS = ["lstm out", "lstm h_n", "lstm c_n", "gru out", "gru h_n", "rnn_relu out", "rnn_relu h_n",
                      "rnn_tanh out", "rnn_tanh h_n", "proj (decomposed)"]
 
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
@@ -117,18 +113,6 @@ def fresh_inputs(mod, seed):
     torch.manual_seed(seed)
     return [x.cuda() for x in mod.get_inputs()]
 
-
-def median_ms(fn, xs, reps=20):
-    import torch
-    times = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*xs)
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
 
 
 def check_calls(mod, ref, new, weight):

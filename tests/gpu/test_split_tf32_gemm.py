@@ -23,6 +23,8 @@ import textwrap
 
 import pytest
 
+from gpu_util import load, median_ms
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(ROOT, "build", "kforge"))
@@ -63,12 +65,6 @@ def problem_text(expr, shapes, init, dist):
             return []
         """)
 
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
@@ -163,26 +159,12 @@ def test_split_gemm_is_fp32_accurate(built, key):
         xs[0].mul_(-0.5)  # in place: the split must see the new values
         moved = (new(*xs).double() - ref64(*[x.double() for x in xs])).abs().max().item()
         assert moved <= 2 * max(r[0] for r in rows), f"{key}: stale split after an in-place change ({moved:.3g})"
-        t_new, t_fp32 = median_ms(new, xs), median_ms(ref, xs)
+        t_new, t_fp32 = median_ms(new, xs, warm=3), median_ms(ref, xs, warm=3)
         torch.backends.cuda.matmul.allow_tf32 = True
-        t_tf32 = median_ms(ref, xs)
+        t_tf32 = median_ms(ref, xs, warm=3)
         torch.backends.cuda.matmul.allow_tf32 = False
     e, t, d = (max(r[i] for r in rows) for i in range(3))
     print(f"\n{key:<24} {'planned' if chosen else 'forced '} err vs fp64 {e:.2e} (TF32 {t:.2e}), vs torch fp32 {d:.2e}; "
           f"3xtf32 {t_new:.3f} ms, torch fp32 {t_fp32:.3f} ms, TF32 {t_tf32:.3f} ms, speed-up {t_fp32 / t_new:.2f}x")
     new_mod.kforge_release()
 
-
-def median_ms(fn, xs, reps=15):
-    import torch
-    for _ in range(3):
-        fn(*xs)
-    times = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*xs)
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]

@@ -1,0 +1,26 @@
+"""Helpers the GPU tests share: loading a problem or ModelNew file as a module, and a median CUDA-event time."""
+import importlib.util
+
+
+def load(path, name):
+    """The Python file at `path` as a fresh module called `name`."""
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def median_ms(fn, xs, reps=20, warm=0):
+    """Median milliseconds of fn(*xs) over `reps` calls (CUDA events, L2 not flushed), after `warm` calls."""
+    import torch
+    for _ in range(warm):
+        fn(*xs)
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*xs)
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return sorted(times)[len(times) // 2]
