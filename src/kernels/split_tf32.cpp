@@ -22,13 +22,14 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
   if (n.inputs.size() < 2 || g.type(n.output).dtype != ir::DType::kFloat32) return out;
   const ir::Shape& sa = g.type(n.inputs[0]).shape;
   const ir::Shape& sb = g.type(n.inputs[1]).shape;
-  int64_t a_rows = 0, b_cols = 0, k = 0;
+  int64_t a_rows = 0, b_cols = 0, k = 0, n_out = 0;
   switch (ir::op_info(n.op).family) {
     case ir::OpFamily::kLinear: {  // x [R, I] W[O, I]^T: B transposed
       if (sb.size() != 2) return out;
       k = sb[1];
       a_rows = k > 0 ? static_cast<int64_t>(numel(g.type(n.output).shape)) / sb[0] : 0;
       b_cols = sb[0];
+      n_out = sb[0];
       break;
     }
     case ir::OpFamily::kMatmul: {  // neither transposed; a's batch folds into M when b has none
@@ -43,6 +44,7 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
       k = a2.back();
       a_rows = static_cast<int64_t>(nba) * a2[a2.size() - 2];
       b_cols = static_cast<int64_t>(nbb) * split_tf32_padded(b2.back());
+      n_out = b2.back();
       break;
     }
     case ir::OpFamily::kEinsum: {
@@ -52,6 +54,7 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
       k = v->k;
       a_rows = v->batch * (v->trans_a ? split_tf32_padded(v->m) : v->m);
       b_cols = v->batch * (v->trans_b ? v->n : split_tf32_padded(v->n));
+      n_out = v->n;
       break;
     }
     default: return out;
@@ -59,6 +62,7 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
   if (k <= 0) return out;
   out.ok = true;
   out.k = k;
+  out.output_aligned = n_out % 4 == 0;
   out.flops = 2.0 * numel(g.type(n.output).shape) * static_cast<double>(k);
   out.operand_bytes = static_cast<double>(g.type(n.inputs[0]).bytes() + g.type(n.inputs[1]).bytes());
   out.output_bytes = static_cast<double>(g.type(n.output).bytes());

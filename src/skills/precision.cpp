@@ -109,7 +109,7 @@ std::vector<Site> split_tf32_contractions_sites(const ir::Graph& g, const schedu
     nodes.push_back(node);
     flops += gemm.flops;
     added_bytes += gemm.ok ? gemm.added_bytes() : 0;
-    every_chunked = every_chunked && gemm.ok && gemm.chunks.chunks > 0;
+    every_chunked = every_chunked && gemm.ok && gemm.output_aligned && gemm.chunks.chunks > 0;
   }
   // Together, as one precision serves them all; a GEMM the split cannot take runs exact fp32 (no gain).
   if (site.kernels.empty() || !every_chunked || flops < kernels::kSplitTf32MinFlops ||

@@ -15,7 +15,7 @@ run on fresh random inputs (uniform as KernelBench's, and normal ones whose outp
 A table (pytest -s) prints each problem's largest errors and its time against torch fp32 and TF32.
 
 Run: KFORGE_BIN=build/kforge .venv/bin/python -m pytest -q -s tests/gpu/test_split_tf32_gemm.py"""
-import importlib.util
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -73,34 +73,36 @@ def built(tmp_path_factory):
     fp32 (the error estimate: normal inputs whose outputs cross zero, where two fp32 accumulation orders differ
     by more than 1e-4), with precision 3xtf32 asked for explicitly, to check the split's accuracy there too."""
     tmp = tmp_path_factory.mktemp("split_tf32")
-    procs = {}
-    for name, (expr, shapes, init) in PROBLEMS.items():
-        for dist in ("uniform", "normal"):
-            key = f"{name}_{dist}"
-            path = tmp / f"{key}.py"
-            path.write_text(problem_text(expr, shapes, init, dist))
-            plan = subprocess.run([KFORGE, "plan", str(path), "--protocol", "kernelbench"], capture_output=True,
-                                  text=True, timeout=300)
-            assert plan.returncode == 0, plan.stderr
-            chosen = json.loads(plan.stdout)["precision"] == "3xtf32"
-            schedule = tmp / f"{key}.schedule.json"
-            if chosen:
-                schedule.write_text(plan.stdout)
-            else:
-                forced = subprocess.run([KFORGE, "plan", str(path), "--protocol", "kernelbench", "--precision", "3xtf32",
-                                         "--out", str(schedule)], capture_output=True, text=True, timeout=300)
-                assert forced.returncode == 0, forced.stderr
-            env = {**os.environ, "KFORGE_CACHE": str(tmp / "cache")}
-            procs[key] = (path, chosen, subprocess.Popen(
-                [KFORGE, "build", str(path), "--schedule", str(schedule), "--protocol", "kernelbench", "--out",
-                 str(tmp / key), "--force", "-j", "4"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                env=env))
-    out = {}
-    for key, (path, chosen, p) in procs.items():
-        log, _ = p.communicate(timeout=900)
-        assert p.returncode == 0, f"kforge build {key} failed:\n{log}"
+    env = {**os.environ, "KFORGE_CACHE": str(tmp / "cache")}
+
+    def plan_and_build(key, path):  # the 14 run at once (the first GPU run's serial plans overran 130 s)
+        plan = subprocess.run([KFORGE, "plan", str(path), "--protocol", "kernelbench"], capture_output=True,
+                              text=True, timeout=300, env=env)
+        assert plan.returncode == 0, plan.stderr
+        chosen = json.loads(plan.stdout)["precision"] == "3xtf32"
+        schedule = tmp / f"{key}.schedule.json"
+        if chosen:
+            schedule.write_text(plan.stdout)
+        else:
+            forced = subprocess.run([KFORGE, "plan", str(path), "--protocol", "kernelbench", "--precision", "3xtf32",
+                                     "--out", str(schedule)], capture_output=True, text=True, timeout=300, env=env)
+            assert forced.returncode == 0, forced.stderr
+        build = subprocess.run([KFORGE, "build", str(path), "--schedule", str(schedule), "--protocol", "kernelbench",
+                                "--out", str(tmp / key), "--force", "-j", "2"], capture_output=True, text=True,
+                               timeout=900, env=env)
+        assert build.returncode == 0, f"kforge build {key} failed:\n{build.stdout}{build.stderr}"
         assert json.loads((tmp / key / "schedule.json").read_text())["precision"] == "3xtf32", key
-        out[key] = (path, chosen, tmp / key / "model_new.py")
+        return path, chosen, tmp / key / "model_new.py"
+
+    jobs = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        for name, (expr, shapes, init) in PROBLEMS.items():
+            for dist in ("uniform", "normal"):
+                key = f"{name}_{dist}"
+                path = tmp / f"{key}.py"
+                path.write_text(problem_text(expr, shapes, init, dist))
+                jobs[key] = pool.submit(plan_and_build, key, path)
+        out = {key: job.result() for key, job in jobs.items()}
     # The skill takes every uniform problem (KernelBench's inputs), none of the normal ones.
     assert all(out[f"{n}_uniform"][1] for n in PROBLEMS), {k: v[1] for k, v in out.items()}
     return out

@@ -149,6 +149,9 @@ TEST(SplitTf32Contractions, NotWhereItCannotPayOrHold) {
   EXPECT_EQ(site_count(matmul_graph(256, 524288, 256, kUniform)), 0u) << "large K, small M and N: memory-bound";
   EXPECT_EQ(site_count(matmul_graph(1048576, 256, 768, kUniform)), 0u)
       << "a 1 GiB operand: the scratch cuts K into 4 chunks, each re-reading the 3 GB output";
+  EXPECT_EQ(site_count(matmul_graph(8205, 2949, 5921, kUniform)), 0u)
+      << "the output's rows (5921 floats) unaligned: measured slower than exact fp32 (level1/8)";
+  EXPECT_EQ(site_count(matmul_graph(8205, 2949, 5920, kUniform)), 1u) << "an odd M and K are padded in the copies";
   EXPECT_EQ(site_count(matmul_graph(2048, 2048, 2048, kUniform, true)), 0u)
       << "3xtf32 would put the convolution on exact FMA engines";
   // outputs that cross zero: two fp32 accumulation orders differ by more than 1e-4 near it
