@@ -9,6 +9,9 @@
 // then rounds in fp32 like any fp32 GEMM. Against torch's fp32 GEMM this is 1.2e-6 of sum |a||b| plus the
 // two accumulation orders' difference: inside kernelbench's 1e-4 (tests/unit/split_tf32_test.cpp checks
 // the bound on emulated TF32 rounding; tests/gpu/test_split_tf32_gemm.py on the device).
+// Non-finite operands: an inf keeps lo = 0, so where fp32 gives a * inf = inf, the split can give NaN (its
+// 0 * inf in lo_a * hi_b when a is exactly a TF32 value); NaN stays NaN. The harness's random inputs have
+// none; data with infs should keep precision fp32 (`kforge plan --precision fp32`).
 // The emitter (codegen/gemm_emit), the skill that picks the precision (skills/precision) and the cost
 // model (costmodel/roofline) read the same sizes from here.
 #pragma once
