@@ -98,10 +98,10 @@ constexpr auto kCatalogue = std::to_array<Skill>({
      tf32_contractions_sites, tf32_contractions},
     {"split_tf32_contractions",
      "runs float32 cuBLAS GEMMs (linear, matmul, einsum) in 3xTF32: each operand split into a TF32 part and its "
-     "remainder, one TF32 GEMM over the three products that matter (fp32 accumulate); about 1.2e-6 of sum |a||b| "
-     "per output against exact, so it keeps kernelbench's 1e-4 where TF32 does not; applied where the GEMMs are "
-     "large enough (at least 1 GFLOP and 48 FLOPs per byte the split adds) and no kernel runs on cuDNN; costs "
-     "the split's copies of the operands",
+     "remainder, one TF32 GEMM per chain of at most 2048 of K over the three products that matter (fp32 "
+     "accumulate); about 1.2e-6 of sum |a||b| per output against exact, so it keeps kernelbench's 1e-4 where TF32 "
+     "does not; applied where the GEMMs are large enough (at least 1 GFLOP and 48 FLOPs per byte the split adds), "
+     "their output rows 16-byte aligned, and no kernel runs on cuDNN; costs the split's copies of the operands",
      split_tf32_contractions_sites, split_tf32_contractions},
     {"conv_implicit_gemm",
      "runs a float32 2-d convolution whose reduction C_in * kh * kw is at most 160 (C_out a multiple of 8 up to "
