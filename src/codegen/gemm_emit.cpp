@@ -99,16 +99,16 @@ bool splits(const RowMajorGemm& g, const GemmTypes& t) {
 
 // The copies' row lengths: M (padded when A is transposed: K along its rows), N (padded when B is not).
 int64_t copy_m(const RowMajorGemm& g) {
-  return g.trans_a ? kernels::split_tf32_padded(g.m) : g.m;
+  return kernels::split_tf32_copy_m(g.m, g.trans_a);
 }
 int64_t copy_n(const RowMajorGemm& g) {
-  return g.trans_b ? g.n : kernels::split_tf32_padded(g.n);
+  return kernels::split_tf32_copy_n(g.n, g.trans_b);
 }
 
 kernels::SplitTf32Chunks chunks_of(const RowMajorGemm& g) {
   const int64_t batches_a = g.batch > 1 && g.stride_a != 0 ? g.batch : 1;
   const int64_t batches_b = g.batch > 1 && g.stride_b != 0 ? g.batch : 1;
-  return kernels::split_tf32_chunks(copy_m(g) * batches_a, copy_n(g) * batches_b, g.k);
+  return kernels::split_tf32_gemm_chunks(g.m, g.n, g.k, g.trans_a, g.trans_b, batches_a, batches_b);
 }
 
 // The split GEMM: per chunk of K (at most kSplitTf32MaxChainK), A's and B's chunks split into scratch

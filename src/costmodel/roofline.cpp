@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "ir/recurrent.h"
@@ -49,12 +50,15 @@ bool uses_tensor_cores(const ir::Node& n, const schedule::Schedule& s, const sch
 }
 
 // A float32 cuBLAS GEMM kernel under precision 3xtf32 (kernels/split_tf32.h): three TF32 products per
-// product, and the split's copies of the operands (a GEMM over per-batch pointers stays exact fp32).
-bool split_tf32(const ir::Graph& g, const schedule::Schedule& s, const schedule::Kernel& k) {
+// product, and the split's copies of the operands. nullopt where the kernel is not split (another
+// precision, or per-batch pointers: exact fp32).
+std::optional<kernels::SplitTf32Gemm> split_tf32(const ir::Graph& g, const schedule::Schedule& s,
+                                                 const schedule::Kernel& k) {
   if (s.precision != "3xtf32" || k.impl != schedule::Impl::kLibrary || k.strategy != schedule::Strategy::kCublasGemm)
-    return false;
-  const auto gemm = kernels::split_tf32_gemm_of(g, g.nodes()[static_cast<size_t>(k.nodes.front())]);
-  return gemm.ok && gemm.chunks.chunks > 0;
+    return std::nullopt;
+  auto gemm = kernels::split_tf32_gemm_of(g, g.nodes()[static_cast<size_t>(k.nodes.front())]);
+  if (!gemm.ok || gemm.chunks.chunks == 0) return std::nullopt;
+  return gemm;
 }
 
 }  // namespace
@@ -215,15 +219,12 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   }
   double tc_work = 1.0;  // tensor-core products per product
   double launches = 1.0;
-  if (s.precision == "3xtf32" && k.strategy == schedule::Strategy::kCublasGemm && !split_tf32(g, s, k))
+  if (auto gemm = split_tf32(g, s, k)) {
+    c.bytes += gemm->added_bytes();
+    tc_work = 3.0;
+    launches = 3.0 * static_cast<double>(gemm->chunks.chunks);
+  } else if (s.precision == "3xtf32" && k.strategy == schedule::Strategy::kCublasGemm) {
     tensor_cores = false;  // not split (per-batch pointers): exact fp32
-  if (split_tf32(g, s, k)) {
-    const kernels::SplitTf32Gemm gemm = kernels::split_tf32_gemm_of(g, g.nodes()[static_cast<size_t>(k.nodes.front())]);
-    if (gemm.ok && gemm.chunks.chunks > 0) {
-      c.bytes += gemm.added_bytes();
-      tc_work = 3.0;
-      launches = 3.0 * static_cast<double>(gemm.chunks.chunks);
-    }
   }
   double compute = tc_work * c.flops / ((tensor_cores ? d.tf32_flops : d.fp32_flops) * conv_rate);
   double memory = c.bytes / d.bytes_per_second;
@@ -251,7 +252,7 @@ ProgramCost program_cost(const ir::Graph& g, const schedule::Schedule& s, const 
   // strategy, cublas_gemm); a 3xTF32 GEMM does three tensor-core products per product.
   for (const auto& k : s.kernels) {
     for (int i : k.nodes) tc = tc || uses_tensor_cores(g.nodes()[static_cast<size_t>(i)], s, &k);
-    if (split_tf32(g, s, k)) flops += 2 * node_flops(g, g.nodes()[static_cast<size_t>(k.nodes.front())]);
+    if (auto gemm = split_tf32(g, s, k)) flops += 2 * gemm->flops;
   }
   p.floor_seconds = std::max(flops / (tc ? d.tf32_flops : d.fp32_flops), bytes / d.bytes_per_second) + d.launch_seconds;
   return p;

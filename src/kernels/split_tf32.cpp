@@ -1,6 +1,5 @@
-// The sizes of a GEMM node under the 3xTF32 split (kernels/split_tf32.h), as codegen/gemm_emit.cpp lays out
-// its copies: A's copies have rows of M (padded when A is transposed and M is the copies' row length), B's
-// of N (padded when B is not transposed).
+// The sizes of a GEMM node under the 3xTF32 split (kernels/split_tf32.h), in the terms codegen/gemm_emit.cpp
+// emits it with (M, N, K, transposes, stored batches).
 #include "kernels/split_tf32.h"
 
 #include "ir/shape_rules.h"
@@ -22,14 +21,15 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
   if (n.inputs.size() < 2 || g.type(n.output).dtype != ir::DType::kFloat32) return out;
   const ir::Shape& sa = g.type(n.inputs[0]).shape;
   const ir::Shape& sb = g.type(n.inputs[1]).shape;
-  int64_t a_rows = 0, b_cols = 0, k = 0, n_out = 0;
+  int64_t m = 0, n_out = 0, k = 0, batches_a = 1, batches_b = 1;
+  bool trans_a = false, trans_b = false;
   switch (ir::op_info(n.op).family) {
     case ir::OpFamily::kLinear: {  // x [R, I] W[O, I]^T: B transposed
       if (sb.size() != 2) return out;
       k = sb[1];
-      a_rows = k > 0 ? static_cast<int64_t>(numel(g.type(n.output).shape)) / sb[0] : 0;
-      b_cols = sb[0];
+      m = static_cast<int64_t>(numel(g.type(n.output).shape)) / sb[0];
       n_out = sb[0];
+      trans_b = true;
       break;
     }
     case ir::OpFamily::kMatmul: {  // neither transposed; a's batch folds into M when b has none
@@ -42,9 +42,10 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
                           g.type(n.output).shape.end() - std::min<size_t>(2, g.type(n.output).shape.size())));
       if (nbb != 1 && !((nba == 1 || nba == nb) && nbb == nb)) return out;  // per-batch pointers: not split
       k = a2.back();
-      a_rows = static_cast<int64_t>(nba) * a2[a2.size() - 2];
-      b_cols = static_cast<int64_t>(nbb) * split_tf32_padded(b2.back());
+      m = a2[a2.size() - 2];
       n_out = b2.back();
+      batches_a = static_cast<int64_t>(nba);
+      batches_b = static_cast<int64_t>(nbb);
       break;
     }
     case ir::OpFamily::kEinsum: {
@@ -52,9 +53,11 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
       auto v = ir::einsum_as_gemm(n.attrs.s("equation"), sa, sb, g.type(n.output).shape);
       if (!v.is_ok()) return out;
       k = v->k;
-      a_rows = v->batch * (v->trans_a ? split_tf32_padded(v->m) : v->m);
-      b_cols = v->batch * (v->trans_b ? v->n : split_tf32_padded(v->n));
+      m = v->m;
       n_out = v->n;
+      trans_a = v->trans_a;
+      trans_b = v->trans_b;
+      batches_a = batches_b = v->batch;
       break;
     }
     default: return out;
@@ -66,7 +69,7 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
   out.flops = 2.0 * numel(g.type(n.output).shape) * static_cast<double>(k);
   out.operand_bytes = static_cast<double>(g.type(n.inputs[0]).bytes() + g.type(n.inputs[1]).bytes());
   out.output_bytes = static_cast<double>(g.type(n.output).bytes());
-  out.chunks = split_tf32_chunks(a_rows, b_cols, k);
+  out.chunks = split_tf32_gemm_chunks(m, n_out, k, trans_a, trans_b, batches_a, batches_b);
   return out;
 }
 

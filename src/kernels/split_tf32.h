@@ -80,6 +80,20 @@ inline SplitTf32Chunks split_tf32_chunks(int64_t a_rows, int64_t b_cols, int64_t
   return c;
 }
 
+// The chunks of a row-major GEMM C[M, N] = op(A) op(B) over K as codegen/gemm_emit.cpp lays out its copies: A's
+// rows are M (padded when A is transposed: K along its rows), B's N (padded when B is not transposed), times
+// the batches each operand stores.
+inline int64_t split_tf32_copy_m(int64_t m, bool trans_a) {
+  return trans_a ? split_tf32_padded(m) : m;
+}
+inline int64_t split_tf32_copy_n(int64_t n, bool trans_b) {
+  return trans_b ? n : split_tf32_padded(n);
+}
+inline SplitTf32Chunks split_tf32_gemm_chunks(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
+                                              int64_t batches_a, int64_t batches_b) {
+  return split_tf32_chunks(batches_a * split_tf32_copy_m(m, trans_a), batches_b * split_tf32_copy_n(n, trans_b), k);
+}
+
 // A float32 GEMM node (linear, matmul, einsum as one GEMM) as the split sees it: its work, its bytes and
 // the chunks of K its copies take (the sizes codegen/gemm_emit.cpp uses). ok is false for any other node
 // and for a matmul whose batches broadcast through per-batch pointers (not split: exact fp32).
@@ -97,11 +111,6 @@ struct SplitTf32Gemm {
   double added_bytes() const {
     return kSplitTf32TrafficPerOperandByte * operand_bytes +
            2.0 * static_cast<double>(chunks.chunks - 1) * output_bytes;
-  }
-  // Whether it pays (the constants above); never when not even 64 of K fit the scratch.
-  bool pays() const {
-    return ok && output_aligned && chunks.chunks > 0 && flops >= kSplitTf32MinFlops &&
-           flops >= kSplitTf32MinFlopsPerByte * added_bytes();
   }
 };
 SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n);
