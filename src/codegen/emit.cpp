@@ -80,6 +80,7 @@ StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
     case kernels::KernelForm::kScanReverse:
     case kernels::KernelForm::kScanExclusive: return emit_Scan(ctx);
     case kernels::KernelForm::kLossPrologue: return emit_Loss(ctx);
+    case kernels::KernelForm::kGemmPermutedOperands: return emit_Matmul(ctx);
     case kernels::KernelForm::kUnknown:
       // Any other emitter would silently drop the nodes past its own.
       return unsupported("kernel " + ctx.kernel.name + " fuses " + std::to_string(ctx.kernel.nodes.size()) +

@@ -7,15 +7,17 @@
 //     stride 0 for the absent side;
 //   - any other broadcast ([B, 1] against [1, H]): a small kernel writes per-batch pointer arrays
 //     into ctx->workspace, then one cublasGemmBatchedEx.
+// Operands made by permutes in the same kernel (the form gemm_permuted_operands) are read in place: the
+// permute's strides give the GEMM's leading dimension, transpose flag and batch strides (or pointers).
 // Linear: y[R, O] = x[R, I] W[O, I]^T (+ bias): the bias is broadcast into y first and the GEMM
 // accumulates onto it (beta = 1), which rounds once like torch's addmm with a bias epilogue.
 // K == 0 (an empty contraction) gives zeros (or the bias) without calling cuBLAS.
 #include <sstream>
 
-#include "codegen/elementwise_index.h"
 #include "codegen/emit.h"
 #include "codegen/gemm_emit.h"
 #include "ir/shape_rules.h"
+#include "kernels/gemm_operands.h"
 
 namespace kforge::codegen {
 
@@ -51,6 +53,32 @@ std::string block_knob(const EmitContext& ctx) {
   return std::to_string(ctx.kernel.knob(schedule::Knob::kBlock, 256));
 }
 
+// The flat batch index `i` of `batch` as an element offset into the operand (a C expression).
+std::string batch_offset_expr(const kernels::StridedOperand& op, const ir::Shape& batch, const std::string& i) {
+  const size_t own = op.shape.size() >= 2 ? op.shape.size() - 2 : 0;
+  std::string expr;
+  int64_t step = 1;
+  for (size_t j = batch.size(); j-- > 0;) {
+    const size_t back = batch.size() - 1 - j;
+    if (batch[j] > 1 && back < own && op.shape[own - 1 - back] > 1) {
+      const int64_t st = op.strides[own - 1 - back];
+      expr += (expr.empty() ? "" : " + ") + std::string("(") + i + " / " + std::to_string(step) + "LL % " +
+              std::to_string(batch[j]) + "LL) * " + std::to_string(st) + "LL";
+    }
+    step *= std::max<int64_t>(batch[j], 1);
+  }
+  return expr.empty() ? "0LL" : expr;
+}
+
+// A 1-D operand as the matrix torch.matmul makes of it: a row [1, K] (a) or a column [K, 1] (b).
+kernels::StridedOperand as_matrix(kernels::StridedOperand op, bool row) {
+  if (op.shape.size() != 1) return op;
+  const int64_t n = op.shape[0];
+  op.shape = row ? ir::Shape{1, n} : ir::Shape{n, 1};
+  op.strides = row ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1, 1};
+  return op;
+}
+
 }  // namespace
 
 StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
@@ -62,8 +90,14 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
   if (out_numel == 0) return empty_kernel(ctx, "the result is empty: nothing to compute");
   KF_ASSIGN_OR_RETURN(gemm::GemmTypes types, gemm::gemm_types(ctx.out_type().dtype, ctx.sched.precision, "matmul"));
 
-  ir::Shape a2 = sa.size() == 1 ? ir::Shape{1, sa[0]} : sa;
-  ir::Shape b2 = sb.size() == 1 ? ir::Shape{sb[0], 1} : sb;
+  // The operands as stored: through the permutes of the kernel (the form gemm_permuted_operands), or plain.
+  const kernels::StridedOperand oa = as_matrix(kernels::gemm_operand(ctx.graph, ctx.kernel, 0), true);
+  const kernels::StridedOperand ob = as_matrix(kernels::gemm_operand(ctx.graph, ctx.kernel, 1), false);
+  const kernels::MatrixLayout la = kernels::matrix_layout(oa), lb = kernels::matrix_layout(ob);
+  if (!la.ok || !lb.ok)
+    return internal_error("kernel " + ctx.kernel.name + ": a matmul operand a GEMM cannot read in place");
+  const ir::Shape& a2 = oa.shape;
+  const ir::Shape& b2 = ob.shape;
   const int64_t M = a2[a2.size() - 2];
   const int64_t K = a2.back();
   const int64_t N = b2.back();
@@ -79,7 +113,16 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
   const std::string T = types.ctype;
   std::ostringstream pre;   // file-scope code (kernels)
   std::ostringstream body;  // the entry function's body
-  const std::string A = ctx.in_ptr(0), B = ctx.in_ptr(1), C = ctx.out_ptr();
+  const std::string A = ctx.ptr(oa.source, false), B = ctx.ptr(ob.source, false), C = ctx.out_ptr();
+  if (oa.permutes + ob.permutes > 0) {
+    body << "  // Read in place through " << oa.permutes + ob.permutes << " permute(s) (gemm_permuted_operands): a "
+         << (la.transposed ? "transposed, " : "") << "lda " << la.ld << "; b " << (lb.transposed ? "transposed, " : "")
+         << "ldb " << lb.ld << ".\n";
+  }
+  int64_t stride_a = 0, stride_b = 0, rows_stride = 0;
+  // a's batch dims and M as one run of rows, each lda apart (a plain [batch..., M, K] is).
+  const bool a_rows_fold = !la.transposed && kernels::uniform_batch_stride(oa, batch_a, &rows_stride) &&
+                           (nba == 1 || rows_stride == M * la.ld);
 
   if (K == 0) {
     body << "  // Empty contraction (K = 0): the result is all zeros.\n"
@@ -91,10 +134,12 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
     gemm::RowMajorGemm g;
     g.n = N;
     g.k = K;
-    g.lda = K;
-    g.ldb = N;
+    g.trans_a = la.transposed;
+    g.lda = la.ld;
+    g.trans_b = lb.transposed;
+    g.ldb = lb.ld;
     g.ldc = N;
-    if (nbb == 1) {
+    if (nbb == 1 && a_rows_fold) {
       body << "  // b has no batch: a's batch dims fold into M (" << nba << " x " << M << " rows), one GEMM.\n";
       g.m = nba * M;
       g.a = A;
@@ -105,15 +150,17 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
       pre << scratch.definition;
       body << scratch.check << gemm::gemm_call(g, types, "  ");
       src.launches = gemm::gemm_launches(g, types);
-    } else if ((nba == 1 || nba == nb) && nbb == nb) {
-      body << "  // " << nb << " batched GEMMs" << (nba == 1 ? " sharing one a (stride 0)" : "") << ".\n";
+    } else if (kernels::uniform_batch_stride(oa, batch, &stride_a) &&
+               kernels::uniform_batch_stride(ob, batch, &stride_b)) {
+      body << "  // " << nb << " batched GEMMs" << (stride_a == 0 ? " sharing one a (stride 0)" : "")
+           << (stride_b == 0 ? " sharing one b (stride 0)" : "") << ".\n";
       g.m = M;
       g.a = A;
       g.b = B;
       g.c = C;
       g.batch = nb;
-      g.stride_a = nba == 1 ? 0 : M * K;
-      g.stride_b = K * N;
+      g.stride_a = stride_a;
+      g.stride_b = stride_b;
       g.stride_c = M * N;
       const gemm::SplitScratch scratch = gemm::use_split_scratch(g, types, 0, ctx.kernel.name);
       src.workspace_bytes = scratch.workspace_bytes;
@@ -121,7 +168,8 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
       body << scratch.check << gemm::gemm_call(g, types, "  ");
       src.launches = gemm::gemm_launches(g, types);
     } else {
-      // General broadcast of batch dims: pointer arrays built on the device.
+      // Batch dims of no single stride (a broadcast [B, 1] against [1, H], or a permuted batch): per-batch
+      // pointer arrays built on the device.
       const size_t ws = gemm::align256(static_cast<size_t>(3 * nb) * sizeof(void*));
       src.workspace_bytes = ws;
       pre << "namespace {\n"
@@ -130,8 +178,8 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
           << "__global__ void __launch_bounds__(" << block_knob(ctx) << ") " << ctx.kernel.name << "_ptrs(const " << T
           << "* a, const " << T << "* b, " << T << "* c, const void** pa, const void** pb, void** pc) {\n"
           << "  KF_GRID_STRIDE(i, " << nb << "LL) {\n"
-          << "    pa[i] = a + " << broadcast_offset(batch_a, batch, "i") << " * " << M * K << "LL;\n"
-          << "    pb[i] = b + " << broadcast_offset(batch_b, batch, "i") << " * " << K * N << "LL;\n"
+          << "    pa[i] = a + " << batch_offset_expr(oa, batch, "i") << ";\n"
+          << "    pb[i] = b + " << batch_offset_expr(ob, batch, "i") << ";\n"
           << "    pc[i] = c + i * " << M * N << "LL;\n"
           << "  }\n"
           << "}\n"

@@ -8,6 +8,7 @@
 
 #include "ir/recurrent.h"
 #include "ir/shape_rules.h"
+#include "kernels/forms.h"
 #include "kernels/split_tf32.h"
 
 namespace kforge::costmodel {
@@ -56,7 +57,16 @@ std::optional<kernels::SplitTf32Gemm> split_tf32(const ir::Graph& g, const sched
                                                  const schedule::Kernel& k) {
   if (s.precision != "3xtf32" || k.impl != schedule::Impl::kLibrary || k.strategy != schedule::Strategy::kCublasGemm)
     return std::nullopt;
-  auto gemm = kernels::split_tf32_gemm_of(g, g.nodes()[static_cast<size_t>(k.nodes.front())]);
+  // The GEMM's node: the first (linear_epilogue), or the root after the permutes it reads through.
+  int node = k.nodes.front();
+  for (int n : k.nodes) {
+    const auto f = ir::op_info(g.nodes()[static_cast<size_t>(n)].op).family;
+    if (f == ir::OpFamily::kMatmul || f == ir::OpFamily::kLinear || f == ir::OpFamily::kEinsum) {
+      node = n;
+      break;
+    }
+  }
+  auto gemm = kernels::split_tf32_gemm_of(g, g.nodes()[static_cast<size_t>(node)], &k);
   if (!gemm.ok || gemm.chunks.chunks == 0) return std::nullopt;
   return gemm;
 }
@@ -188,9 +198,11 @@ KernelCost kernel_cost(const ir::Graph& g, const schedule::Schedule& s, const sc
   // linear_epilogue skills' kernels: the only library kernels of several nodes.)
   // kforge's implicit GEMM (conv_implicit_gemm) computes the chain in its stores: no such pass.
   const bool implicit_gemm = k.knob(schedule::Knob::kImplicitGemm, 0) == 1;
+  // (A matmul reading permutes in place, gemm_permuted_operands, has no such pass.)
   if (k.impl == schedule::Impl::kLibrary && k.nodes.size() > 1 && !implicit_gemm &&
       (k.strategy == schedule::Strategy::kCudnnConv || k.strategy == schedule::Strategy::kCudnnConvTranspose ||
-       k.strategy == schedule::Strategy::kCublasGemm)) {
+       k.strategy == schedule::Strategy::kCublasGemm) &&
+      kernels::kernel_form(g, k) != kernels::KernelForm::kGemmPermutedOperands) {
     c.bytes += 2 * static_cast<double>(g.type(g.nodes()[static_cast<size_t>(k.nodes.front())].output).bytes());
   }
   // Convolutions on cuDNN at their engines' rate (kConvRate*); channels-last pays the transposes of

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "ir/shape_rules.h"
+#include "kernels/gemm_operands.h"
 
 namespace kforge::kernels {
 
@@ -229,6 +230,7 @@ KernelForm kernel_form(const ir::Graph& g, const schedule::Kernel& k) {
   if (several && is_loss_prologue(g, k)) return KernelForm::kLossPrologue;
   if (several && is_scan_reverse(g, k)) return KernelForm::kScanReverse;
   if (several && is_scan_exclusive(g, k)) return KernelForm::kScanExclusive;
+  if (several && is_gemm_permuted_operands(g, k)) return KernelForm::kGemmPermutedOperands;
   if (several && !ir::is_elementwise(ir::op_info(node_at(g, k.root()).op).family)) return KernelForm::kUnknown;
   return KernelForm::kOneOp;
 }

@@ -3,6 +3,7 @@
 #include "kernels/split_tf32.h"
 
 #include "ir/shape_rules.h"
+#include "kernels/gemm_operands.h"
 
 namespace kforge::kernels {
 
@@ -16,7 +17,7 @@ double numel(const ir::Shape& s) {
 
 }  // namespace
 
-SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
+SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n, const schedule::Kernel* kernel) {
   SplitTf32Gemm out;
   if (n.inputs.size() < 2 || g.type(n.output).dtype != ir::DType::kFloat32) return out;
   const ir::Shape& sa = g.type(n.inputs[0]).shape;
@@ -40,6 +41,26 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n) {
       const double nb =
           numel(ir::Shape(g.type(n.output).shape.begin(),
                           g.type(n.output).shape.end() - std::min<size_t>(2, g.type(n.output).shape.size())));
+      if (kernel != nullptr && kernel->nodes.size() > 1 && is_gemm_permuted_operands(g, *kernel)) {
+        // Read through permutes: codegen's batch plan (emit_Matmul) on the operands' strides.
+        const StridedOperand oa = gemm_operand(g, *kernel, 0), ob = gemm_operand(g, *kernel, 1);
+        if (oa.shape.size() < 2 || ob.shape.size() < 2) return out;
+        const MatrixLayout la = matrix_layout(oa), lb = matrix_layout(ob);
+        const ir::Shape batch(g.type(n.output).shape.begin(), g.type(n.output).shape.end() - 2);
+        int64_t rows = 0, sa = 0, sb = 0;
+        const bool folds = nbb == 1 && !la.transposed &&
+                           uniform_batch_stride(oa, ir::Shape(a2.begin(), a2.end() - 2), &rows) &&
+                           (nba == 1 || rows == a2[a2.size() - 2] * la.ld);
+        if (!folds && !(uniform_batch_stride(oa, batch, &sa) && uniform_batch_stride(ob, batch, &sb))) return out;
+        trans_a = la.transposed;
+        trans_b = lb.transposed;
+        batches_a = folds || sa == 0 ? 1 : static_cast<int64_t>(nb);
+        batches_b = folds || sb == 0 ? 1 : static_cast<int64_t>(nb);
+        k = a2.back();
+        m = folds ? static_cast<int64_t>(nba) * a2[a2.size() - 2] : a2[a2.size() - 2];
+        n_out = b2.back();
+        break;
+      }
       if (nbb != 1 && !((nba == 1 || nba == nb) && nbb == nb)) return out;  // per-batch pointers: not split
       k = a2.back();
       m = a2[a2.size() - 2];

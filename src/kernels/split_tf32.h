@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "ir/graph.h"
+#include "schedule/schedule.h"
 
 namespace kforge::kernels {
 
@@ -113,6 +114,8 @@ struct SplitTf32Gemm {
            2.0 * static_cast<double>(chunks.chunks - 1) * output_bytes;
   }
 };
-SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n);
+// The GEMM of node n. Where kernel k reads n's operands through permutes (the form gemm_permuted_operands),
+// through them: their transposes, and not ok where the batch needs per-batch pointers (exact fp32 there).
+SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n, const schedule::Kernel* k = nullptr);
 
 }  // namespace kforge::kernels

@@ -104,7 +104,7 @@ std::vector<Site> split_tf32_contractions_sites(const ir::Graph& g, const schedu
     if (node < 0) continue;
     const ir::Node& n = g.nodes()[static_cast<size_t>(node)];
     if (g.type(n.output).dtype != ir::DType::kFloat32) continue;
-    const kernels::SplitTf32Gemm gemm = kernels::split_tf32_gemm_of(g, n);
+    const kernels::SplitTf32Gemm gemm = kernels::split_tf32_gemm_of(g, n, &kernel);
     site.kernels.push_back(static_cast<int>(k));
     nodes.push_back(node);
     flops += gemm.flops;

@@ -13,6 +13,7 @@
 #include "skills/conv_reduce_epilogue.h"
 #include "skills/einsum_gemm.h"
 #include "skills/fuse_elementwise.h"
+#include "skills/gemm_permuted_operands.h"
 #include "skills/linear_epilogue.h"
 #include "skills/loss_prologue.h"
 #include "skills/norm_epilogue.h"
@@ -92,6 +93,13 @@ constexpr auto kCatalogue = std::to_array<Skill>({
      "instead of kforge's generated tiled contraction, its views and transposes folded into the GEMM's "
      "dimensions; exact (fp32 compute); then eligible for tf32_contractions; costs nothing",
      einsum_gemm_sites, einsum_gemm},
+    {"gemm_permuted_operands",
+     "reads a permute that only a cuBLAS matmul reads (k.transpose(-2, -1) before q @ k^T, a head split's "
+     "permute(0, 2, 1, 3), A.T @ B) in place in the GEMM, through its leading dimension, transpose flag and "
+     "batch strides (per-batch pointers where the batch dims have no single stride), instead of copying it; "
+     "applied where one of the operand's matrix dims is contiguous in the stored tensor; exact; saves a write "
+     "and a read of the operand and a launch",
+     gemm_permuted_operands_sites, gemm_permuted_operands},
     {"tf32_contractions",
      "runs float32 cuBLAS GEMMs and attention on TF32 tensor cores (fp32 accumulate) when the protocol's "
      "tolerance is at least 1e-3; about 5-8x the fp32 rate on an H200; costs ~5e-4 relative error per product",

@@ -91,7 +91,7 @@ schedule::Schedule join_into_consumer(const schedule::Schedule& s, int producer,
 
 // The number of skills in the catalogue. skill.cpp checks it against the catalogue at compile time, and the
 // agent's action space (agent::kMaxSkills) against it: adding a skill is a compile error until both agree.
-inline constexpr int kNumSkills = 18;
+inline constexpr int kNumSkills = 19;
 
 // The catalogue, in the default planner's order.
 const std::vector<Skill>& all_skills();
