@@ -70,15 +70,6 @@ std::string batch_offset_expr(const kernels::StridedOperand& op, const ir::Shape
   return expr.empty() ? "0LL" : expr;
 }
 
-// A 1-D operand as the matrix torch.matmul makes of it: a row [1, K] (a) or a column [K, 1] (b).
-kernels::StridedOperand as_matrix(kernels::StridedOperand op, bool row) {
-  if (op.shape.size() != 1) return op;
-  const int64_t n = op.shape[0];
-  op.shape = row ? ir::Shape{1, n} : ir::Shape{n, 1};
-  op.strides = row ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1, 1};
-  return op;
-}
-
 }  // namespace
 
 StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
@@ -90,23 +81,13 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
   if (out_numel == 0) return empty_kernel(ctx, "the result is empty: nothing to compute");
   KF_ASSIGN_OR_RETURN(gemm::GemmTypes types, gemm::gemm_types(ctx.out_type().dtype, ctx.sched.precision, "matmul"));
 
-  // The operands as stored: through the permutes of the kernel (the form gemm_permuted_operands), or plain.
-  const kernels::StridedOperand oa = as_matrix(kernels::gemm_operand(ctx.graph, ctx.kernel, 0), true);
-  const kernels::StridedOperand ob = as_matrix(kernels::gemm_operand(ctx.graph, ctx.kernel, 1), false);
-  const kernels::MatrixLayout la = kernels::matrix_layout(oa), lb = kernels::matrix_layout(ob);
-  if (!la.ok || !lb.ok)
-    return internal_error("kernel " + ctx.kernel.name + ": a matmul operand a GEMM cannot read in place");
-  const ir::Shape& a2 = oa.shape;
-  const ir::Shape& b2 = ob.shape;
-  const int64_t M = a2[a2.size() - 2];
-  const int64_t K = a2.back();
-  const int64_t N = b2.back();
-  ir::Shape batch_a(a2.begin(), a2.end() - 2);
-  ir::Shape batch_b(b2.begin(), b2.end() - 2);
-  KF_ASSIGN_OR_RETURN(ir::Shape batch, ir::broadcast_shapes(batch_a, batch_b));
-  const int64_t nb = numel_of(batch);
-  const int64_t nba = numel_of(batch_a);
-  const int64_t nbb = numel_of(batch_b);
+  // The operands as stored (through the permutes of the kernel: the form gemm_permuted_operands) and the batch plan.
+  const kernels::GemmBatchPlan plan = kernels::gemm_batch_plan(ctx.graph, ctx.kernel);
+  if (!plan.ok) return internal_error("kernel " + ctx.kernel.name + ": a matmul no GEMM reads as stored");
+  const kernels::StridedOperand& oa = plan.a;
+  const kernels::StridedOperand& ob = plan.b;
+  const int64_t M = oa.shape[oa.shape.size() - 2];
+  const int64_t nb = numel_of(plan.batch);
 
   KernelSource src = begin_source(ctx, gemm::cublas_headers());
   src.libraries = {"cublas"};
@@ -116,15 +97,10 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
   const std::string A = ctx.ptr(oa.source, false), B = ctx.ptr(ob.source, false), C = ctx.out_ptr();
   if (oa.permutes + ob.permutes > 0) {
     body << "  // Read in place through " << oa.permutes + ob.permutes << " permute(s) (gemm_permuted_operands): a "
-         << (la.transposed ? "transposed, " : "") << "lda " << la.ld << "; b " << (lb.transposed ? "transposed, " : "")
-         << "ldb " << lb.ld << ".\n";
+         << (plan.la.transposed ? "transposed, " : "") << "lda " << plan.la.ld << "; b "
+         << (plan.lb.transposed ? "transposed, " : "") << "ldb " << plan.lb.ld << ".\n";
   }
-  int64_t stride_a = 0, stride_b = 0, rows_stride = 0;
-  // a's batch dims and M as one run of rows, each lda apart (a plain [batch..., M, K] is).
-  const bool a_rows_fold = !la.transposed && kernels::uniform_batch_stride(oa, batch_a, &rows_stride) &&
-                           (nba == 1 || rows_stride == M * la.ld);
-
-  if (K == 0) {
+  if (plan.k == 0) {
     body << "  // Empty contraction (K = 0): the result is all zeros.\n"
          << "  KF_CUDA(cudaMemsetAsync(" << C << ", 0, "
          << out_numel * static_cast<int64_t>(ir::dtype_size(ctx.out_type().dtype)) << "ULL, ctx->stream));\n";
@@ -132,36 +108,28 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
   } else {
     body << gemm::cublas_handle_prologue(ctx.kernel.name);
     gemm::RowMajorGemm g;
-    g.n = N;
-    g.k = K;
-    g.trans_a = la.transposed;
-    g.lda = la.ld;
-    g.trans_b = lb.transposed;
-    g.ldb = lb.ld;
-    g.ldc = N;
-    if (nbb == 1 && a_rows_fold) {
-      body << "  // b has no batch: a's batch dims fold into M (" << nba << " x " << M << " rows), one GEMM.\n";
-      g.m = nba * M;
+    g.m = plan.m;
+    g.n = plan.n;
+    g.k = plan.k;
+    g.trans_a = plan.la.transposed;
+    g.lda = plan.la.ld;
+    g.trans_b = plan.lb.transposed;
+    g.ldb = plan.lb.ld;
+    g.ldc = plan.n;
+    if (plan.kind != kernels::GemmBatchPlan::Kind::kPointers) {
+      if (plan.kind == kernels::GemmBatchPlan::Kind::kOneGemm) {
+        body << "  // b has no batch: a's batch dims fold into M (" << plan.m << " rows), one GEMM.\n";
+      } else {
+        body << "  // " << nb << " batched GEMMs" << (plan.stride_a == 0 ? " sharing one a (stride 0)" : "")
+             << (plan.stride_b == 0 ? " sharing one b (stride 0)" : "") << ".\n";
+        g.batch = nb;
+        g.stride_a = plan.stride_a;
+        g.stride_b = plan.stride_b;
+        g.stride_c = M * plan.n;
+      }
       g.a = A;
       g.b = B;
       g.c = C;
-      const gemm::SplitScratch scratch = gemm::use_split_scratch(g, types, 0, ctx.kernel.name);
-      src.workspace_bytes = scratch.workspace_bytes;
-      pre << scratch.definition;
-      body << scratch.check << gemm::gemm_call(g, types, "  ");
-      src.launches = gemm::gemm_launches(g, types);
-    } else if (kernels::uniform_batch_stride(oa, batch, &stride_a) &&
-               kernels::uniform_batch_stride(ob, batch, &stride_b)) {
-      body << "  // " << nb << " batched GEMMs" << (stride_a == 0 ? " sharing one a (stride 0)" : "")
-           << (stride_b == 0 ? " sharing one b (stride 0)" : "") << ".\n";
-      g.m = M;
-      g.a = A;
-      g.b = B;
-      g.c = C;
-      g.batch = nb;
-      g.stride_a = stride_a;
-      g.stride_b = stride_b;
-      g.stride_c = M * N;
       const gemm::SplitScratch scratch = gemm::use_split_scratch(g, types, 0, ctx.kernel.name);
       src.workspace_bytes = scratch.workspace_bytes;
       pre << scratch.definition;
@@ -170,17 +138,18 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
     } else {
       // Batch dims of no single stride (a broadcast [B, 1] against [1, H], or a permuted batch): per-batch
       // pointer arrays built on the device.
+      const ir::Shape batch_a(oa.shape.begin(), oa.shape.end() - 2), batch_b(ob.shape.begin(), ob.shape.end() - 2);
       const size_t ws = gemm::align256(static_cast<size_t>(3 * nb) * sizeof(void*));
       src.workspace_bytes = ws;
       pre << "namespace {\n"
           << "// Per-batch pointers for batch dims " << ir::shape_str(batch_a) << " x " << ir::shape_str(batch_b)
-          << " -> " << ir::shape_str(batch) << ".\n"
+          << " -> " << ir::shape_str(plan.batch) << ".\n"
           << "__global__ void __launch_bounds__(" << block_knob(ctx) << ") " << ctx.kernel.name << "_ptrs(const " << T
           << "* a, const " << T << "* b, " << T << "* c, const void** pa, const void** pb, void** pc) {\n"
           << "  KF_GRID_STRIDE(i, " << nb << "LL) {\n"
-          << "    pa[i] = a + " << batch_offset_expr(oa, batch, "i") << ";\n"
-          << "    pb[i] = b + " << batch_offset_expr(ob, batch, "i") << ";\n"
-          << "    pc[i] = c + i * " << M * N << "LL;\n"
+          << "    pa[i] = a + " << batch_offset_expr(oa, plan.batch, "i") << ";\n"
+          << "    pb[i] = b + " << batch_offset_expr(ob, plan.batch, "i") << ";\n"
+          << "    pc[i] = c + i * " << M * plan.n << "LL;\n"
           << "  }\n"
           << "}\n"
           << "}  // namespace\n\n";
@@ -194,7 +163,6 @@ StatusOr<KernelSource> emit_Matmul(const EmitContext& ctx) {
            << "  " << ctx.kernel.name << "_ptrs<<<kf_grid(" << nb << "LL, " << block_knob(ctx) << "), "
            << block_knob(ctx) << ", 0, ctx->stream>>>(" << A << ", " << B << ", " << C << ", kf_pa, kf_pb, kf_pc);\n"
            << "  KF_LAUNCHED();\n";
-      g.m = M;
       g.a = "kf_pa";
       g.b = "kf_pb";
       g.c = "kf_pc";

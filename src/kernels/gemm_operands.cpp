@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/shape_rules.h"
+
 namespace kforge::kernels {
 
 namespace {
@@ -80,6 +82,11 @@ MatrixLayout matrix_layout(const StridedOperand& op) {
   if (r < 2) return out;
   const int64_t rows = op.shape[r - 2], cols = op.shape[r - 1];
   int64_t s_rows = op.strides[r - 2], s_cols = op.strides[r - 1];
+  if (rows == 0 || cols == 0) {  // nothing is read (an empty contraction or result)
+    out.ok = true;
+    out.ld = std::max<int64_t>(cols, 1);
+    return out;
+  }
   // A dim of size 1 is never stepped: its stride is free.
   if (cols == 1) s_cols = 1;
   if (s_cols == 1) {
@@ -120,6 +127,51 @@ bool uniform_batch_stride(const StridedOperand& op, const ir::Shape& batch, int6
   }
   if (stride != nullptr) *stride = s;
   return true;
+}
+
+StridedOperand as_matrix(StridedOperand op, bool is_a) {
+  if (op.shape.size() != 1) return op;
+  const int64_t n = op.shape[0];
+  op.shape = is_a ? ir::Shape{1, n} : ir::Shape{n, 1};
+  op.strides = is_a ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1, 1};
+  return op;
+}
+
+GemmBatchPlan gemm_batch_plan(const ir::Graph& g, const schedule::Kernel& k) {
+  GemmBatchPlan p;
+  if (!is_matmul_root(g, k)) return p;
+  p.a = as_matrix(gemm_operand(g, k, 0), true);
+  p.b = as_matrix(gemm_operand(g, k, 1), false);
+  if (p.a.shape.size() < 2 || p.b.shape.size() < 2) return p;
+  p.la = matrix_layout(p.a);
+  p.lb = matrix_layout(p.b);
+  if (!p.la.ok || !p.lb.ok) return p;
+  const ir::Shape batch_a(p.a.shape.begin(), p.a.shape.end() - 2), batch_b(p.b.shape.begin(), p.b.shape.end() - 2);
+  auto batch = ir::broadcast_shapes(batch_a, batch_b);
+  if (!batch.is_ok()) return p;
+  p.batch = batch.value();
+  const auto count = [](const ir::Shape& s) {
+    int64_t n = 1;
+    for (auto d : s) n *= d;
+    return n;
+  };
+  const int64_t rows = p.a.shape[p.a.shape.size() - 2];
+  p.k = p.a.shape.back();
+  p.n = p.b.shape.back();
+  p.ok = true;
+  int64_t run = 0;
+  if (count(batch_b) == 1 && !p.la.transposed && uniform_batch_stride(p.a, batch_a, &run) &&
+      (count(batch_a) == 1 || run == rows * p.la.ld)) {
+    p.kind = GemmBatchPlan::Kind::kOneGemm;
+    p.m = count(batch_a) * rows;
+    return p;
+  }
+  p.m = rows;
+  p.batches = count(p.batch);
+  p.kind = uniform_batch_stride(p.a, p.batch, &p.stride_a) && uniform_batch_stride(p.b, p.batch, &p.stride_b)
+               ? GemmBatchPlan::Kind::kStrided
+               : GemmBatchPlan::Kind::kPointers;
+  return p;
 }
 
 bool is_gemm_permuted_operands(const ir::Graph& g, const schedule::Kernel& k) {

@@ -44,9 +44,31 @@ MatrixLayout matrix_layout(const StridedOperand& op);
 // *stride when they are.
 bool uniform_batch_stride(const StridedOperand& op, const ir::Shape& batch, int64_t* stride);
 
+// A 1-D operand as the matrix torch.matmul makes of it: a row [1, K] (operand a) or a column [K, 1] (b).
+StridedOperand as_matrix(StridedOperand op, bool is_a);
+
+// How codegen (emit_Matmul) batches the kernel's matmul, on its operands as stored, cheapest first:
+//   kOneGemm   b has no batch and a's batch dims and M are one run of rows lda apart: one GEMM of m = batches x M;
+//   kStrided   each operand's batch is one stride (0 where it has none): one strided-batched GEMM;
+//   kPointers  any other batch (a broadcast [B, 1] against [1, H], a permuted batch of two strides): per-batch
+//              pointer arrays (cublasGemmBatchedEx), which precision 3xtf32 runs in exact fp32.
+struct GemmBatchPlan {
+  enum class Kind { kOneGemm, kStrided, kPointers };
+  bool ok = false;  // false: an operand of rank 0, a layout no GEMM reads, or batch dims that do not broadcast
+  Kind kind = Kind::kStrided;
+  StridedOperand a, b;  // as matrices (as_matrix)
+  MatrixLayout la, lb;
+  ir::Shape batch;                     // the broadcast batch shape of the result
+  int64_t m = 0, n = 0, k = 0;         // of one GEMM (kOneGemm: m counts a's batch rows)
+  int64_t batches = 1;                 // GEMMs (1 for kOneGemm)
+  int64_t stride_a = 0, stride_b = 0;  // kStrided: elements between batch entries
+};
+GemmBatchPlan gemm_batch_plan(const ir::Graph& g, const schedule::Kernel& k);
+
 // The form gemm_permuted_operands: a cuBLAS kernel whose root is a matmul and whose other nodes are
 // permutes, each read only inside the kernel, that make its operands; each folded operand has rank >= 2
-// and a matrix layout a GEMM reads (matrix_layout(...).ok).
+// and a matrix layout a GEMM reads (matrix_layout(...).ok). Kernels of this form but for the permutes
+// (one-op matmuls) are not of it.
 bool is_gemm_permuted_operands(const ir::Graph& g, const schedule::Kernel& k);
 
 }  // namespace kforge::kernels

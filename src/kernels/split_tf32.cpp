@@ -41,24 +41,18 @@ SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n, const sc
       const double nb =
           numel(ir::Shape(g.type(n.output).shape.begin(),
                           g.type(n.output).shape.end() - std::min<size_t>(2, g.type(n.output).shape.size())));
-      if (kernel != nullptr && kernel->nodes.size() > 1 && is_gemm_permuted_operands(g, *kernel)) {
-        // Read through permutes: codegen's batch plan (emit_Matmul) on the operands' strides.
-        const StridedOperand oa = gemm_operand(g, *kernel, 0), ob = gemm_operand(g, *kernel, 1);
-        if (oa.shape.size() < 2 || ob.shape.size() < 2) return out;
-        const MatrixLayout la = matrix_layout(oa), lb = matrix_layout(ob);
-        const ir::Shape batch(g.type(n.output).shape.begin(), g.type(n.output).shape.end() - 2);
-        int64_t rows = 0, sa = 0, sb = 0;
-        const bool folds = nbb == 1 && !la.transposed &&
-                           uniform_batch_stride(oa, ir::Shape(a2.begin(), a2.end() - 2), &rows) &&
-                           (nba == 1 || rows == a2[a2.size() - 2] * la.ld);
-        if (!folds && !(uniform_batch_stride(oa, batch, &sa) && uniform_batch_stride(ob, batch, &sb))) return out;
-        trans_a = la.transposed;
-        trans_b = lb.transposed;
-        batches_a = folds || sa == 0 ? 1 : static_cast<int64_t>(nb);
-        batches_b = folds || sb == 0 ? 1 : static_cast<int64_t>(nb);
-        k = a2.back();
-        m = folds ? static_cast<int64_t>(nba) * a2[a2.size() - 2] : a2[a2.size() - 2];
-        n_out = b2.back();
+      if (kernel != nullptr && !kernel->nodes.empty() && &g.nodes()[static_cast<size_t>(kernel->root())] == &n) {
+        // codegen's own batch plan (through the kernel's permutes, gemm_permuted_operands)
+        const GemmBatchPlan plan = gemm_batch_plan(g, *kernel);
+        if (!plan.ok || plan.kind == GemmBatchPlan::Kind::kPointers) return out;  // exact fp32
+        trans_a = plan.la.transposed;
+        trans_b = plan.lb.transposed;
+        const bool many = plan.kind == GemmBatchPlan::Kind::kStrided;
+        batches_a = many && plan.stride_a != 0 ? plan.batches : 1;
+        batches_b = many && plan.stride_b != 0 ? plan.batches : 1;
+        k = plan.k;
+        m = plan.m;
+        n_out = plan.n;
         break;
       }
       if (nbb != 1 && !((nba == 1 || nba == nb) && nbb == nb)) return out;  // per-batch pointers: not split

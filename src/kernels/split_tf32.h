@@ -114,8 +114,8 @@ struct SplitTf32Gemm {
            2.0 * static_cast<double>(chunks.chunks - 1) * output_bytes;
   }
 };
-// The GEMM of node n. Where kernel k reads n's operands through permutes (the form gemm_permuted_operands),
-// through them: their transposes, and not ok where the batch needs per-batch pointers (exact fp32 there).
+// The GEMM of node n. Given the kernel whose root matmul n is, the matmul as codegen batches it
+// (kernels::gemm_batch_plan: through the kernel's permutes; not ok where it needs per-batch pointers, exact fp32).
 SplitTf32Gemm split_tf32_gemm_of(const ir::Graph& g, const ir::Node& n, const schedule::Kernel* k = nullptr);
 
 }  // namespace kforge::kernels

@@ -2,6 +2,7 @@
 #include "skills/gemm_permuted_operands.h"
 
 #include "kernels/gemm_operands.h"
+#include "skills/precision.h"
 
 namespace kforge::skills {
 
@@ -31,9 +32,17 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
   if (std::string why = kept_for_reader_alone(g, node_at(g, p.root()).output, c, "the permute's", "the matmul kernel");
       !why.empty())
     return why;
-  if (!kernels::is_gemm_permuted_operands(g, joined(p, c)))
+  const schedule::Kernel both = joined(p, c);
+  if (!kernels::is_gemm_permuted_operands(g, both))
     return "the GEMM cannot read the permuted operand in place (neither of its matrix dims is contiguous in the "
            "stored tensor)";
+  // Under a tolerance TF32 cannot meet the GEMM may run in 3xTF32 (split_tf32_contractions), which runs per-batch
+  // pointers in exact fp32: a fold that turns a strided batch into pointers is left to the copy there.
+  using Kind = kernels::GemmBatchPlan::Kind;
+  if (s.tolerance < kTf32MinTolerance && kernels::gemm_batch_plan(g, both).kind == Kind::kPointers &&
+      kernels::gemm_batch_plan(g, c).kind != Kind::kPointers)
+    return "read in place, the batch would need per-batch pointers, which 3xTF32 (this tolerance's fast precision) "
+           "runs in exact fp32";
   return "";
 }
 

@@ -126,9 +126,18 @@ TEST(GemmPermutedOperands, TransposedBJoinsTheGemm) {
 
 TEST(GemmPermutedOperands, HeadSplitsAndTransposeChainsFoldIntoOneBatchedGemm) {
   ir::Graph g = head_split_scores();
-  auto planned = plan_default(g, {});
+  DefaultPlanOptions loose;  // cuda-agent's 1e-2
+  loose.base.tolerance = 1e-2;
+  auto planned = plan_default(g, loose);
   ASSERT_TRUE(planned.is_ok());
   ASSERT_EQ(planned->kernels.size(), 1u) << "every permute read in place";
+  // Under kernelbench's 1e-4 the per-batch pointers the head splits need would keep 3xTF32 off the GEMM: they stay
+  // copies. k^T of the copied k folds (batch strides 128 and 512: one stride).
+  DefaultPlanOptions strict;
+  strict.base.tolerance = 1e-4;
+  auto strict_plan = plan_default(g, strict);
+  ASSERT_TRUE(strict_plan.is_ok());
+  EXPECT_EQ(strict_plan->kernels.size(), 3u);
   EXPECT_EQ(kernels::kernel_form(g, planned->kernels[0]), kernels::KernelForm::kGemmPermutedOperands);
   auto p = codegen::emit_program(g, planned.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
   ASSERT_TRUE(p.is_ok()) << p.status().message();
