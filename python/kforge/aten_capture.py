@@ -17,9 +17,9 @@ import re
 import torch
 import torch.nn.functional as F
 
-from .import_ops import (METADATA_INPLACE, Alias, Const, Emit, Unsupported, UserError, _clamp_plan,
-                         _dtype_cast, _logical, _permute, _scaled, binary, dim, dims, finite, is_num, shape, tup,
-                         write_plan)
+from .import_ops import (GRID_SAMPLE_MODES, GRID_SAMPLE_PADDINGS, METADATA_INPLACE, Alias, Const, Emit, Unsupported,
+                         UserError, _clamp_plan, _dtype_cast, _logical, _permute, _scaled, binary, dim, dims, finite,
+                         grid_sample_plan, is_num, shape, tup, write_plan)
 
 
 class CaptureFailed(Exception):
@@ -1003,6 +1003,67 @@ def upsample_linear(a):
     size = shape(a.out)[2:]
     return Emit("upsample_linear", [x], {"size": size, "align_corners": bool(a.align_corners),
                                          "scale": _upsample_scale(a, len(size))})
+
+
+@aten_rule("upsample_bicubic2d")
+def upsample_bicubic(a):
+    x = getattr(a, "self", None)
+    x = x if x is not None else a.input
+    size = shape(a.out)[2:]
+    return Emit("upsample_bicubic", [x], {"size": size, "align_corners": bool(a.align_corners),
+                                          "scale": _upsample_scale(a, len(size))})
+
+
+@aten_rule("grid_sampler_2d")
+def grid_sampler_2d(a):
+    mode = (GRID_SAMPLE_MODES + ("bicubic",))[int(a.interpolation_mode)]
+    return grid_sample_plan(a.input, a.grid, mode, GRID_SAMPLE_PADDINGS[int(a.padding_mode)], a.align_corners)
+
+
+def _base_coords(b, n, align_corners, dt):
+    """torch's linspace_from_neg_one: n points of [-1, 1] (align_corners) or their pixel centres (2i + 1) / n - 1,
+    as (i + 1) * step + offset from a cumulative sum of ones; one point is 0."""
+    if n <= 1:
+        return b("full", [], {"shape": [n], "value": 0, "dtype": dt}, torch.zeros, n, dtype=dt, device="meta")
+    step = 2.0 / (n - 1) if align_corners else 2.0 / n
+    offset = -1.0 - step if align_corners else -1.0 - 1.0 / n
+    ones = b("full", [], {"shape": [n], "value": 1, "dtype": dt}, torch.ones, n, dtype=dt, device="meta")
+    idx = b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)
+    cur = b("mul", [idx, None], {"scalar": step, "reverse": False}, torch.mul, idx, step)
+    return b("add", [cur, None], {"scalar": offset, "reverse": False}, torch.add, cur, offset)
+
+
+@aten_rule("affine_grid_generator")
+def affine_grid_generator(a):
+    """F.affine_grid: grid[n, ..., j] = sum_k base[..., k] * theta[n, j, k] over base = (x, y[, z], 1), the
+    pixel coordinates of the size's spatial dims (x the last). Torch's native kernel computes the same sum as a
+    batched GEMM (and the coordinates with linspace): the grid's last bits may differ. Kept whole (not torch's
+    decomposition) so that torch 1.13, which has none, imports it too."""
+    theta, size, b = a.theta, [int(v) for v in a.size], _Steps(a)
+    k, dt = len(size) - 2, theta.dtype
+    if k not in (2, 3):
+        raise Unsupported(f"affine_grid of size {size} (4-D and 5-D sizes are supported)")
+    spatial = size[2:]
+    cols = []
+    for d in range(k):  # x over the last spatial dim, y the one before, ...
+        n = spatial[k - 1 - d]
+        coords = _base_coords(b, n, bool(a.align_corners), dt)
+        view = [1] * k + [1]
+        view[k - 1 - d] = n
+        coords = b("reshape", [coords], {"shape": view}, coords.reshape, view)
+        cols.append(b("expand", [coords], {"shape": spatial + [1]}, coords.expand, spatial + [1]))
+    cols.append(b("full", [], {"shape": spatial + [1], "value": 1, "dtype": dt}, torch.ones, spatial + [1], dtype=dt,
+                  device="meta"))
+    base = b("cat", cols, {"dim": k}, torch.cat, cols, k)
+    points = 1
+    for n in spatial:
+        points *= n
+    base = b("reshape", [base], {"shape": [1, points, 1, k + 1]}, base.reshape, [1, points, 1, k + 1])
+    th = b("reshape", [theta], {"shape": [size[0], 1, k, k + 1]}, theta.reshape, [size[0], 1, k, k + 1])
+    prod = b("mul", [base, th], {}, torch.mul, base, th)
+    total = b("sum", [prod], {"dims": [3], "keepdim": False}, torch.sum, prod, 3)
+    b("reshape", [total], {"shape": shape(a.out)}, total.reshape, shape(a.out))
+    return b.done()
 
 
 @aten_rule("sort")

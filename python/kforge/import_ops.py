@@ -1246,12 +1246,12 @@ def _interpolate_meta(a):
 
 
 @rule("F.interpolate F.upsample", "input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
-      "recompute_scale_factor=None, antialias=False", "upsample_nearest upsample_linear adaptive_avg_pool",
-      fallback=_interpolate_meta)
+      "recompute_scale_factor=None, antialias=False", "upsample_nearest upsample_linear upsample_bicubic "
+      "adaptive_avg_pool", fallback=_interpolate_meta)
 def interpolate(a):
     x, out = a.input, a.out
     if a.antialias:
-        raise Unsupported("antialias=True")
+        raise Unsupported(f"antialias=True (mode={a.mode!r} without antialias is supported)")
     size = shape(out)[2:]
     scale = interpolate_scale(x, out, a.scale_factor, a.recompute_scale_factor)
     if a.mode == "nearest":
@@ -1260,7 +1260,47 @@ def interpolate(a):
         return Emit("adaptive_avg_pool", [x], {"output_size": size})
     if a.mode in _LINEAR_MODES and _LINEAR_MODES[a.mode] == len(size):
         return Emit("upsample_linear", [x], {"size": size, "align_corners": bool(a.align_corners), "scale": scale})
-    raise Unsupported(f"mode={a.mode!r} (nearest, linear, bilinear, trilinear and area are supported)")
+    if a.mode == "bicubic":
+        if x.dim() != 4:
+            raise Unsupported(f"mode='bicubic' of a {x.dim()}-D input (bicubic takes a 4-D (N, C, H, W) input; "
+                              "use linear for 3-D and trilinear for 5-D)")
+        return Emit("upsample_bicubic", [x], {"size": size, "align_corners": bool(a.align_corners), "scale": scale})
+    raise Unsupported(f"mode={a.mode!r} (nearest, linear, bilinear, bicubic, trilinear and area are supported)")
+
+
+GRID_SAMPLE_MODES = ("bilinear", "nearest")  # torch's interpolation_mode 0, 1 (2 is bicubic)
+GRID_SAMPLE_PADDINGS = ("zeros", "border", "reflection")  # torch's padding_mode 0, 1, 2
+
+
+def grid_sample_plan(x, grid, mode, padding_mode, align_corners):
+    """One grid_sample node, or Unsupported saying which forms are supported."""
+    if mode not in GRID_SAMPLE_MODES:
+        raise Unsupported(f"mode={mode!r} not supported; use bilinear or nearest")
+    if padding_mode not in GRID_SAMPLE_PADDINGS:
+        raise Unsupported(f"padding_mode={padding_mode!r} (zeros, border and reflection are supported)")
+    if x.dim() != 4:
+        raise Unsupported(f"grid_sample of a {x.dim()}-D input (a 4-D (N, C, H, W) input with a (N, Ho, Wo, 2) grid "
+                          "is supported)")
+    return Emit("grid_sample", [x, grid], {"mode": mode, "padding_mode": padding_mode,
+                                           "align_corners": bool(align_corners)})
+
+
+def _grid_sample_meta(a):
+    """The output shape by F.grid_sample's rule, where this torch's meta kernel fails: (N, C) + grid's (Ho, Wo)."""
+    return torch.empty(shape(a.input)[:2] + shape(a.grid)[1:-1], dtype=a.input.dtype, device="meta")
+
+
+@rule("F.grid_sample", "input, grid, mode='bilinear', padding_mode='zeros', align_corners=None", "grid_sample",
+      fallback=_grid_sample_meta)
+def grid_sample(a):
+    return grid_sample_plan(a.input, a.grid, a.mode, a.padding_mode, a.align_corners)
+
+
+@rule("torch.grid_sampler", "input, grid, interpolation_mode, padding_mode, align_corners", "grid_sample",
+      fallback=_grid_sample_meta)
+def grid_sampler(a):
+    mode = (GRID_SAMPLE_MODES + ("bicubic",))[int(a.interpolation_mode)]
+    return grid_sample_plan(a.input, a.grid, mode, GRID_SAMPLE_PADDINGS[int(a.padding_mode)], a.align_corners)
 
 
 @rule("torch.constant_pad_nd", "input, pad, value=0", "constant_pad")

@@ -60,10 +60,11 @@ std::string coord(const Index& ix, const ir::Shape& shape, size_t k, const std::
 
 namespace kforge::codegen {
 
-// Ops of the Index and Pad families with emitters in files of their own (emit_Index and emit_Pad
-// dispatch to them): reflect, replicate and circular pads (emit_pad_modes.cpp), embedding_bag
-// (emit_embedding_bag.cpp).
+// Ops of the Index, Pad and Resample families with emitters in files of their own (emit_Index, emit_Pad
+// and emit_Resample dispatch to them): reflect, replicate and circular pads (emit_pad_modes.cpp),
+// embedding_bag (emit_embedding_bag.cpp), grid_sample (emit_grid_sample.cpp).
 StatusOr<KernelSource> emit_mode_pad(const EmitContext& ctx);
 StatusOr<KernelSource> emit_embedding_bag(const EmitContext& ctx);
+StatusOr<KernelSource> emit_grid_sample(const EmitContext& ctx);
 
 }  // namespace kforge::codegen

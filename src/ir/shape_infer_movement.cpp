@@ -1,5 +1,5 @@
-// Shape rules of the data-movement families added for arbitrary models (resample, order, running
-// extremes, scatter, fold), of one_hot and embedding_bag (Index family) and of the reflect, replicate
+// Shape rules of the data-movement families added for arbitrary models (resample and grid_sample, order,
+// running extremes, scatter, fold), of one_hot and embedding_bag (Index family) and of the reflect, replicate
 // and circular pads (Pad family); bitwise ops' dtype check.
 #include <algorithm>
 
@@ -36,7 +36,31 @@ Status check_bitwise_dtypes(const InferArgs& x) {
   return Status::ok();
 }
 
+// grid_sample: x (N, C, H, W) sampled at grid (N, Ho, Wo, 2) -> (N, C, Ho, Wo), one float dtype, as torch's
+// grid_sampler_2d checks.
+StatusOr<TensorType> infer_grid_sample(const InferArgs& x) {
+  const TensorType& in = x.in(0);
+  const TensorType& grid = x.in(1);
+  const std::string& mode = x.a().s("mode");
+  const std::string& padding = x.a().s("padding_mode");
+  if (mode != "bilinear" && mode != "nearest")
+    return invalid_argument("mode '" + mode + "' is not supported (bilinear or nearest)");
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    return invalid_argument("padding_mode '" + padding + "' is not one of zeros, border, reflection");
+  if (in.shape.size() != 4) return invalid_argument("samples a 4-D input (N, C, H, W), got " + shape_str(in.shape));
+  if (grid.shape.size() != 4 || grid.shape[3] != 2 || grid.shape[0] != in.shape[0])
+    return invalid_argument("needs a grid (N, Ho, Wo, 2) with the input's N = " + std::to_string(in.shape[0]) +
+                            ", got " + shape_str(grid.shape));
+  if (!is_floating(in.dtype) || grid.dtype != in.dtype)
+    return invalid_argument("needs a float input and a grid of the same dtype, got " +
+                            std::string(dtype_name(in.dtype)) + " and " + std::string(dtype_name(grid.dtype)));
+  if (in.shape[2] <= 0 || in.shape[3] <= 0)
+    return invalid_argument("samples an input with empty spatial dims " + shape_str(in.shape));
+  return TensorType{{in.shape[0], in.shape[1], grid.shape[1], grid.shape[2]}, in.dtype};
+}
+
 StatusOr<TensorType> infer_Resample(const InferArgs& x) {
+  if (x.node.op == OpId::kGridSample) return infer_grid_sample(x);
   const Shape& in = x.in(0).shape;
   const auto& size = x.a().ints("size");
   if (size.empty() || size.size() > 3)
@@ -48,6 +72,14 @@ StatusOr<TensorType> infer_Resample(const InferArgs& x) {
     return invalid_argument("scale must be positive, got " + std::to_string(x.a().f("scale")));
   if (x.node.op == OpId::kUpsampleLinear && !is_floating(x.in(0).dtype))
     return invalid_argument("linear interpolation needs a float tensor, got " + std::string(dtype_name(x.in(0).dtype)));
+  if (x.node.op == OpId::kUpsampleBicubic) {
+    if (!is_floating(x.in(0).dtype))
+      return invalid_argument("bicubic interpolation needs a float tensor, got " +
+                              std::string(dtype_name(x.in(0).dtype)));
+    if (size.size() != 2 || in.size() != 4)
+      return invalid_argument("bicubic interpolation resamples the last 2 dims of a 4-D (N, C, H, W) input, got " +
+                              shape_str(in) + " to size " + shape_str(size));
+  }
   Shape out(in.begin(), in.end() - static_cast<std::ptrdiff_t>(size.size()));
   for (size_t k = 0; k < size.size(); ++k) {
     const int64_t n = in[in.size() - size.size() + k];

@@ -42,6 +42,8 @@ const std::map<std::string, std::string>& uncovered_reasons() {
       {"circular_pad", "added to ops.def after the seed library; no class samples it yet"},
       {"upsample_nearest", "added to ops.def after the seed library; no class samples it yet"},
       {"upsample_linear", "added to ops.def after the seed library; no class samples it yet"},
+      {"upsample_bicubic", "added to ops.def after the seed library; no class samples it yet"},
+      {"grid_sample", "added to ops.def after the seed library; no class samples it yet"},
       {"sort", "added to ops.def after the seed library; no class samples it yet"},
       {"argsort", "added to ops.def after the seed library; no class samples it yet"},
       {"topk", "added to ops.def after the seed library; no class samples it yet"},

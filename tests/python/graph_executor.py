@@ -105,6 +105,15 @@ def _upsample(x, a, linear):
     return fn(x, size, a["align_corners"], *scales)
 
 
+def _bicubic(x, a):
+    """upsample_bicubic through ATen with the output size and the scale torch would pass on."""
+    return torch.ops.aten.upsample_bicubic2d(x, a["size"], a["align_corners"], a["scale"], a["scale"])
+
+
+_GRID_MODES = {"bilinear": 0, "nearest": 1}
+_GRID_PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
+
+
 def _topk(x, a):
     """The first k of the stable sort (the order kforge defines for ties)."""
     s = torch.sort(x, dim=a["dim"], descending=a["largest"], stable=True)
@@ -193,6 +202,9 @@ OPS = {
     "circular_pad": lambda i, a: _mode_pad(i[0], a["pad"], "circular"),
     "upsample_nearest": lambda i, a: _upsample(i[0], a, False),
     "upsample_linear": lambda i, a: _upsample(i[0], a, True),
+    "upsample_bicubic": lambda i, a: _bicubic(i[0], a),
+    "grid_sample": lambda i, a: torch.grid_sampler_2d(i[0], i[1], _GRID_MODES[a["mode"]],
+                                                      _GRID_PADDINGS[a["padding_mode"]], a["align_corners"]),
     "sort": lambda i, a: torch.sort(i[0], dim=a["dim"], descending=a["descending"], stable=True).values,
     "argsort": lambda i, a: torch.sort(i[0], dim=a["dim"], descending=a["descending"], stable=True).indices,
     "topk": lambda i, a: _topk(i[0], a)[0], "topk_indices": lambda i, a: _topk(i[0], a)[1],

@@ -375,6 +375,15 @@ CASES = [
      [("upsample_nearest", {"size": [8, 16], "scale": 2.0}),
       ("upsample_linear", {"size": [5, 3], "align_corners": True, "scale": None}),
       ("adaptive_avg_pool", {"output_size": [2, 4]})]),
+    ("interpolate_bicubic", "return F.interpolate(x, scale_factor=2, mode='bicubic'), "
+     "nn.Upsample(size=(5, 3), mode='bicubic', align_corners=True)(x)", "torch.rand(1, 2, 4, 8)", None, None,
+     [("upsample_bicubic", {"size": [8, 16], "align_corners": False, "scale": 2.0}),
+      ("upsample_bicubic", {"size": [5, 3], "align_corners": True, "scale": None})]),
+    ("grid_sample", "return F.grid_sample(x, g, align_corners=False), "
+     "F.grid_sample(x, g, mode='nearest', padding_mode='reflection', align_corners=True)",
+     "torch.rand(2, 3, 4, 8), torch.rand(2, 5, 6, 2) * 2 - 1", "x, g", None,
+     [("grid_sample", {"mode": "bilinear", "padding_mode": "zeros", "align_corners": False}),
+      ("grid_sample", {"mode": "nearest", "padding_mode": "reflection", "align_corners": True})]),
     ("sort_topk", "v, i = torch.sort(x, dim=0, descending=True)\nt = torch.topk(x, 3, largest=False)\n"
      "return v, i, t.values, t.indices, x.argsort(1)", None, None, None,
      [("sort", {"dim": 0, "descending": True}), ("argsort", {"dim": 0, "descending": True}),
@@ -563,8 +572,9 @@ def test_error_unsupported_op(tmp_path, forward, name, aten, line):
 
 
 def test_error_unsupported_call_form(tmp_path):
-    expect_error(write_problem(tmp_path, "return F.interpolate(x.view(1, 1, 4, 8), scale_factor=2, mode='bicubic')"),
-                 r"problem\.py:\d+: unsupported use of torch\.nn\.functional\.interpolate: mode='bicubic'")
+    expect_error(write_problem(tmp_path, "return F.interpolate(x.view(1, 4, 8), scale_factor=2, mode='bicubic')"),
+                 r"problem\.py:\d+: unsupported use of torch\.nn\.functional\.interpolate: mode='bicubic' of a 3-D input "
+                 r"\(bicubic takes a 4-D \(N, C, H, W\) input")
 
 
 def test_error_data_dependent_branch(tmp_path):

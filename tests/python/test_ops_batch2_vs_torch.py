@@ -1,11 +1,11 @@
 # The second batch of ops of issue #21 through the importer: each construct is imported and its graph run by
 # graph_executor.py on the CPU against the model's own forward, on random inputs of several shapes.
-"""Interpolation (nearest, linear, bilinear, trilinear; scale_factor and size; align_corners), reflect /
-replicate / circular pads, division with rounding, remainder and fmod (float and int64, negative operands),
-bit operations (bool and integer), sort / argsort / topk / cummax / cummin (values and indices), scatter
-(tensor and scalar), scatter_add with duplicate indices, one_hot, embedding_bag (sum / mean / max, offsets
-or 2-D) and F.fold. Each case names the ops its graph must hold; ties in sorts appear only with stable=True
-(kforge's indices are the stable sort's)."""
+"""Interpolation (nearest, linear, bilinear, bicubic, trilinear; scale_factor and size; align_corners), F.affine_grid
+(4-D and 5-D sizes), grid_sample (bilinear and nearest, every padding mode), reflect / replicate / circular pads,
+division with rounding, remainder and fmod (float and int64, negative operands), bit operations (bool and integer),
+sort / argsort / topk / cummax / cummin (values and indices), scatter (tensor and scalar), scatter_add with duplicate
+indices, one_hot, embedding_bag (sum / mean / max, offsets or 2-D) and F.fold. Each case names the ops its graph must
+hold; ties in sorts appear only with stable=True (kforge's indices are the stable sort's)."""
 import os
 import sys
 import textwrap
@@ -47,6 +47,33 @@ CASES = [
      "return self.up(x) + self.bi(x)",
      [("[torch.randn(2, 3, 4, 6)]", "self.up = nn.Upsample(scale_factor=2); "
                                     "self.bi = nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True)")]),
+    ("interp_bicubic", ["upsample_bicubic"],
+     "return F.interpolate(x, size=self.size, mode='bicubic', align_corners=self.ac) - x.mean()",
+     [("[torch.randn(2, 3, 6, 6)]", "self.size = (13, 9); self.ac = False"),
+      ("[torch.randn(2, 3, 6, 6)]", "self.size = (13, 9); self.ac = True"),
+      ("[torch.randn(1, 2, 9, 12)]", "self.size = (4, 5); self.ac = False"),
+      ("[torch.randn(1, 2, 1, 5)]", "self.size = (3, 1); self.ac = True")]),
+    ("interp_bicubic_scale", ["upsample_bicubic"],
+     "return self.up(x) + F.interpolate(x, scale_factor=self.s, mode='bicubic')",
+     [("[torch.randn(2, 3, 5, 7)]", "self.s = 2; self.up = nn.Upsample(scale_factor=2, mode='bicubic')"),
+      ("[torch.randn(2, 3, 7, 5)]",
+       "self.s = 1.5; self.up = nn.Upsample(scale_factor=1.5, mode='bicubic', align_corners=True)")]),
+    ("grid_sample", ["grid_sample"],
+     "return F.grid_sample(x, y * 2.4 - 1.2, mode=self.mode, padding_mode=self.pad, align_corners=self.ac)",
+     [("[torch.randn(2, 3, 6, 7), torch.rand(2, 5, 4, 2)]", f"self.mode = {m!r}; self.pad = {p!r}; self.ac = {ac}")
+      for m in ("bilinear", "nearest") for p in ("zeros", "border", "reflection") for ac in (False, True)]),
+    ("affine_grid", ["cumsum", "cat", "sum"],
+     "return F.affine_grid(x, self.size, align_corners=self.ac) * 2.0",
+     [("[torch.randn(3, 2, 3)]", "self.size = [3, 4, 5, 7]; self.ac = False"),
+      ("[torch.randn(3, 2, 3)]", "self.size = [3, 4, 5, 7]; self.ac = True"),
+      ("[torch.randn(2, 2, 3)]", "self.size = [2, 1, 1, 6]; self.ac = True"),
+      ("[torch.randn(2, 2, 3)]", "self.size = [2, 1, 6, 1]; self.ac = False"),
+      ("[torch.randn(2, 3, 4)]", "self.size = [2, 3, 4, 5, 6]; self.ac = False")]),
+    ("affine_grid_sample", ["grid_sample"],
+     "theta = self.loc(x.mean(dim=(2, 3))).view(-1, 2, 3)\n"
+     "grid = F.affine_grid(theta, x.shape, align_corners=self.ac)\n"
+     "return F.grid_sample(x, grid, padding_mode='border', align_corners=self.ac)",
+     [("[torch.randn(2, 4, 6, 5)]", f"self.loc = nn.Linear(4, 6); self.ac = {ac}") for ac in (False, True)]),
     ("pad_modes", ["reflect_pad", "replicate_pad", "circular_pad"],
      "return (F.pad(x, self.p, mode='reflect'), F.pad(x, self.p, mode='replicate'),\n"
      "        F.pad(x, self.p, mode='circular'))",
@@ -181,7 +208,12 @@ def test_interpolate_keeps_the_scale_torch_passes_on(tmp_path):
 
 @pytest.mark.parametrize("body,message", [
     ("return F.one_hot(y)", "num_classes"),
-    ("return F.interpolate(x, scale_factor=2, mode='bicubic')", "bicubic"),
+    ("return F.interpolate(x[0], scale_factor=2, mode='bicubic')", "bicubic takes a 4-D (N, C, H, W) input"),
+    ("return F.interpolate(x, scale_factor=2, mode='bilinear', antialias=True)", "antialias=True"),
+    ("return F.grid_sample(x, x[..., :2] * 0.5, mode='bicubic')",
+     "mode='bicubic' not supported; use bilinear or nearest"),
+    ("return F.grid_sample(x.unsqueeze(2), x.unsqueeze(-1).expand(2, 3, 4, 4, 3)[:, :, :1], align_corners=False)",
+     "a 4-D (N, C, H, W) input with a (N, Ho, Wo, 2) grid is supported"),
     ("return torch.div(x, 2, rounding_mode='round')", "round"),
     ("return x.scatter(1, y, x, reduce='add')", "reduce"),
 ])
@@ -206,4 +238,20 @@ def test_aten_capture_of_the_new_ops(tmp_path):
     path.write_text(source(body, "[torch.randn(2, 3, 5, 6)]", ""))
     g = importer.import_problem(str(path), "eval", OPS_DEF)
     assert {"reflect_pad", "replicate_pad", "upsample_linear", "upsample_nearest", "fold"} <= {n["op"] for n in g["nodes"]}
+    graph_executor.check_problem(str(path), g, seed=3)
+
+
+def test_aten_capture_of_bicubic_and_grid_sampler(tmp_path):
+    """upsample_bicubic2d and grid_sampler_2d called as ATen ops (no importer rule of their own) map to
+    upsample_bicubic and grid_sample."""
+    body = ("a = torch._C._nn.upsample_bicubic2d(x, [7, 9], True, None)\n"
+            "b = torch._C._nn.upsample_bicubic2d(x, None, False, [2.0, 2.0])\n"
+            "c = torch.ops.aten.grid_sampler_2d(x, torch.tanh(x[:, :2].permute(0, 2, 3, 1)) * 1.1, 0, 2, False)\n"
+            "d = torch.ops.aten.grid_sampler_2d(x, torch.tanh(x[:, 1:].permute(0, 2, 3, 1)) * 1.1, 1, 0, True)\n"
+            "return a, b, c, d")
+    path = tmp_path / "aten.py"
+    path.write_text(source(body, "[torch.randn(2, 3, 5, 6)]", ""))
+    g = importer.import_problem(str(path), "eval", OPS_DEF)
+    ops = [n["op"] for n in g["nodes"]]
+    assert ops.count("upsample_bicubic") == 2 and ops.count("grid_sample") == 2, ops
     graph_executor.check_problem(str(path), g, seed=3)

@@ -101,6 +101,9 @@ CASES = [
     ("interpolate", ["upsample_nearest", "upsample_linear"],
      "return F.interpolate(x, scale_factor=2), F.interpolate(x, size=(%d, 3), mode='bilinear', align_corners=True)" % (H + 2),
      [(N, C, H, W)], ""),
+    ("resample_grid_sample", ["upsample_bicubic", "grid_sample"],
+     "return F.interpolate(x, size=(%d, 5), mode='bicubic'), F.grid_sample(x, y * 2 - 1, padding_mode='border')" % (H + 3),
+     [(N, C, H, W), (N, 3, 4, 2)], ""),
     ("order", ["sort", "argsort", "topk", "topk_indices", "cummax", "cummin", "cummax_indices", "cummin_indices"],
      "s = torch.sort(x, dim=1, descending=True); t = torch.topk(x, 2, dim=0, largest=False)\n"
      "return s.values, s.indices, t.values, t.indices, torch.cummax(x, 1), torch.cummin(x, 0)", [(N, L)], ""),

@@ -71,6 +71,35 @@ TEST(ShapeInferMovement, Resampling) {
                  "1 to 3 trailing dims");
 }
 
+TEST(ShapeInferMovement, BicubicResampling) {
+  expect_infers("upsample_bicubic", {{"x", {2, 3, 5, 7}}}, R"({"size": [10, 14], "scale": 2.0})", {2, 3, 10, 14});
+  expect_infers("upsample_bicubic", {{"x", {1, 2, 6, 6}}}, R"({"size": [13, 4], "align_corners": true})", {1, 2, 13, 4},
+                "float16", {"float16"});
+  expect_rejects("upsample_bicubic", {{"x", {2, 3, 7}}}, R"({"size": [14]})", {2, 3, 14}, "4-D (N, C, H, W)");
+  expect_rejects("upsample_bicubic", {{"x", {1, 2, 3, 4, 5}}}, R"({"size": [6, 8, 10]})", {1, 2, 6, 8, 10},
+                 "4-D (N, C, H, W)");
+  expect_rejects("upsample_bicubic", {{"x", {2, 3, 5, 7}}}, R"({"size": [10, 14]})", {2, 3, 10, 14}, "float tensor",
+                 {"int64"}, "int64");
+}
+
+TEST(ShapeInferMovement, GridSample) {
+  // F.grid_sample(x (2, 3, 8, 9), grid (2, 5, 6, 2)) -> (2, 3, 5, 6).
+  expect_infers("grid_sample", {{"x", {2, 3, 8, 9}}, {"g", {2, 5, 6, 2}}}, "{}", {2, 3, 5, 6});
+  expect_infers("grid_sample", {{"x", {1, 4, 3, 3}}, {"g", {1, 7, 2, 2}}},
+                R"({"mode": "nearest", "padding_mode": "reflection", "align_corners": true})", {1, 4, 7, 2}, "float64",
+                {"float64", "float64"});
+  expect_rejects("grid_sample", {{"x", {2, 3, 8, 9}}, {"g", {2, 5, 6, 2}}}, R"({"mode": "bicubic"})", {2, 3, 5, 6},
+                 "bilinear or nearest");
+  expect_rejects("grid_sample", {{"x", {2, 3, 8, 9}}, {"g", {2, 5, 6, 2}}}, R"({"padding_mode": "circular"})",
+                 {2, 3, 5, 6}, "zeros, border, reflection");
+  expect_rejects("grid_sample", {{"x", {2, 3, 4, 8, 9}}, {"g", {2, 4, 5, 6, 3}}}, "{}", {2, 3, 4, 5, 6}, "4-D input");
+  expect_rejects("grid_sample", {{"x", {2, 3, 8, 9}}, {"g", {3, 5, 6, 2}}}, "{}", {2, 3, 5, 6}, "input's N = 2");
+  expect_rejects("grid_sample", {{"x", {2, 3, 8, 9}}, {"g", {2, 5, 6, 3}}}, "{}", {2, 3, 5, 6}, "(N, Ho, Wo, 2)");
+  expect_rejects("grid_sample", {{"x", {2, 3, 8, 9}}, {"g", {2, 5, 6, 2}}}, "{}", {2, 3, 5, 6}, "same dtype",
+                 {"float32", "float64"});
+  expect_rejects("grid_sample", {{"x", {2, 3, 0, 9}}, {"g", {2, 5, 6, 2}}}, "{}", {2, 3, 5, 6}, "empty spatial");
+}
+
 TEST(ShapeInferMovement, OrderOps) {
   expect_infers("sort", {{"x", {4, 9}}}, R"({"dim": 1, "descending": true})", {4, 9});
   expect_infers("argsort", {{"x", {4, 9}}}, R"({"dim": 0})", {4, 9}, "int64");
@@ -151,6 +180,9 @@ TEST(OpRegistryMovement, FamiliesAndSchemas) {
     EXPECT_FALSE(op_info(id).attr("pad")->has_default);
   }
   EXPECT_EQ(op_info(OpId::kUpsampleLinear).family, OpFamily::kResample);
+  EXPECT_EQ(op_info(OpId::kUpsampleBicubic).family, OpFamily::kResample);
+  EXPECT_EQ(op_info(OpId::kGridSample).family, OpFamily::kResample);
+  EXPECT_EQ(op_info(OpId::kGridSample).min_inputs(), 2u);
   EXPECT_TRUE(op_info(OpId::kUpsampleNearest).attr("scale")->nullable);
   for (OpId id : {OpId::kSort, OpId::kArgsort, OpId::kTopk, OpId::kTopkIndices})
     EXPECT_EQ(op_info(id).family, OpFamily::kOrder);
