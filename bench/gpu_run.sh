@@ -26,7 +26,8 @@
 #   bench/gpu_run.sh optimize             `kforge optimize --device cuda` live on OPTIMIZE_PROBLEMS, with and
 #                                         without --planned (the agent's GPU evaluations, the result)
 # EXPORT_NAME names the export check's JSON and log (default export-check; EXPORT_EXTRA "--shard 2/2").
-# GPU_TESTS names the test files or node ids to run (default tests/gpu).
+# GPU_TESTS names the test files or node ids to run (default tests/gpu); their output, with the tables the tests
+# print (pytest -s), goes to gpu-tests.txt.
 # TESTS_TIMEOUT, KERNELBENCH_LIMIT and CUDA_AGENT_LIMIT (seconds) shorten those parts to fit a call;
 # TIMING (events, do_bench or wall) and BASELINES ("eager,compile,compile_tf32,compile_max_autotune,...")
 # pass --timing and --baselines to both bench parts.
@@ -75,7 +76,7 @@ bench() {  # bench PROTOCOL TIME_LIMIT EXTRA_ARGS...: --time-limit stops new wor
 for part in "$@"; do
   case "$part" in
     tests)
-      timeout "${TESTS_TIMEOUT:-420}" $KFORGE_PYTHON -m pytest -v -p no:cacheprovider -rs ${GPU_TESTS:-tests/gpu} > "$OUT/gpu-tests.txt" 2>&1
+      timeout "${TESTS_TIMEOUT:-420}" $KFORGE_PYTHON -m pytest -v -s -p no:cacheprovider -rs ${GPU_TESTS:-tests/gpu} > "$OUT/gpu-tests.txt" 2>&1
       echo "gpu tests: exit $?"; grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/gpu-tests.txt" | cut -c1-150
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     cuda-agent) bench cuda-agent "${CUDA_AGENT_LIMIT:-300}" --trials 10 ;;
