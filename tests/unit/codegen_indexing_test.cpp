@@ -11,23 +11,12 @@
 namespace kforge::codegen {
 namespace {
 
+using testing::code_of;
 using testing::emit;
+using testing::has;
 using testing::In;
 using testing::make_graph;
 using testing::Op;
-
-// The code of the only kernel of a one-op graph.
-std::string code_of(const std::string& op, const std::vector<In>& ins, const std::string& attrs = "{}") {
-  std::vector<std::string> ids;
-  for (const auto& i : ins) ids.push_back(i.id);
-  Program p = emit(make_graph(ins, {{op, ids, attrs}}));
-  EXPECT_EQ(p.kernels.size(), 1u);
-  return p.kernels.empty() ? "" : p.kernels[0].code;
-}
-
-bool has(const std::string& code, const std::string& what) {
-  return code.find(what) != std::string::npos;
-}
 
 TEST(CodegenIndexing, EmbeddingCopiesRowsAndTrapsOnABadIndex) {
   std::string c = code_of("embedding", {{"w", {10, 16}}, {"i", {4, 7}, "int64"}});

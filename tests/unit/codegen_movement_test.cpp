@@ -12,22 +12,12 @@
 namespace kforge::codegen {
 namespace {
 
+using testing::code_of;
 using testing::emit;
+using testing::has;
 using testing::In;
 using testing::make_graph;
 using testing::Op;
-
-std::string code_of(const std::string& op, const std::vector<In>& ins, const std::string& attrs = "{}") {
-  std::vector<std::string> ids;
-  for (const auto& i : ins) ids.push_back(i.id);
-  Program p = emit(make_graph(ins, {{op, ids, attrs}}));
-  EXPECT_EQ(p.kernels.size(), 1u);
-  return p.kernels.empty() ? "" : p.kernels[0].code;
-}
-
-bool has(const std::string& code, const std::string& what) {
-  return code.find(what) != std::string::npos;
-}
 
 TEST(CodegenMovement, RoundedDivisionAndBitOperations) {
   std::string f = code_of("floor_divide", {{"a", {4, 8}, "int64"}, {"b", {8}, "int64"}});

@@ -98,4 +98,17 @@ inline Program emit(const ir::Graph& g) {
   return std::move(p).value();
 }
 
+// The code of the only kernel of a one-op graph (one kernel per op).
+inline std::string code_of(const std::string& op, const std::vector<In>& ins, const std::string& attrs = "{}") {
+  std::vector<std::string> ids;
+  for (const auto& i : ins) ids.push_back(i.id);
+  Program p = emit(make_graph(ins, {{op, ids, attrs}}));
+  EXPECT_EQ(p.kernels.size(), 1u);
+  return p.kernels.empty() ? "" : p.kernels[0].code;
+}
+
+inline bool has(const std::string& code, const std::string& what) {
+  return code.find(what) != std::string::npos;
+}
+
 }  // namespace kforge::codegen::testing
