@@ -98,11 +98,13 @@ Status drop_forbidden_comments(UnitParts& parts, const std::string& file) {
   return Status::ok();
 }
 
-StatusOr<std::vector<CudaUnit>> program_units(const Program& program, const fs::path& runtime_dir) {
+StatusOr<std::vector<CudaUnit>> program_units(const Program& program, const fs::path& runtime_dir,
+                                              bool with_dense_copy) {
   std::vector<CudaUnit> units;
   for (const auto& k : program.kernels) units.push_back({k.file_name, k.code});
   units.push_back({program.entry.file_name, program.entry.code});
   for (const auto& rt : runtime_sources(program.libraries)) {
+    if (!with_dense_copy && rt == kDenseCopySource) continue;
     KF_ASSIGN_OR_RETURN(std::string code, read_file(runtime_dir / rt));
     units.push_back({rt, code});
   }
@@ -187,7 +189,8 @@ std::string py_string_list(const std::vector<std::string>& items) {
 }
 
 // The module-level part: the sources, the load_inline call and the interface tables.
-std::string py_build_section(const ir::Graph& g, const Program& p, const std::string& cuda, const std::string& cpp) {
+std::string py_build_section(const ir::Graph& g, const Program& p, const std::string& cuda, const std::string& cpp,
+                             bool with_dense_copy) {
   std::vector<std::string> ldflags;
   for (const auto& lib : p.libraries) ldflags.push_back("-l" + lib);
   const std::string module = "kforge_" + identifier(p.name) + "_" + content_hash(cuda + cpp).substr(0, 16);
@@ -200,7 +203,7 @@ std::string py_build_section(const ir::Graph& g, const Program& p, const std::st
      << "    name=\"" << module << "\",\n"
      << "    cpp_sources=[_KF_CPP_SOURCE],\n"
      << "    cuda_sources=[_KF_CUDA_SOURCE],\n"
-     << "    functions=[\"kforge_run\"],\n"
+     << "    functions=[\"kforge_run\"" << (with_dense_copy ? ", \"kforge_dense\"" : "") << "],\n"
      << "    extra_cflags=[\"-O3\"],\n"
      // torch compiles CUDA with half conversions and operators disabled; generated fp16 code uses them.
      << "    extra_cuda_cflags=[\"-O3\", \"-gencode\", \"arch=compute_90a,code=sm_90a\", "
@@ -214,10 +217,15 @@ std::string py_build_section(const ir::Graph& g, const Program& p, const std::st
   return os.str();
 }
 
-std::string py_model_new_section() {
-  return model_new_class("Model with its forward replaced by kforge's kernels, compiled above with load_inline.",
+std::string py_model_new_section(bool copies_views) {
+  return std::string(copies_views ? "def _kf_dense(view):\n"
+                                    "    \"\"\"A dense copy of a strided input, made by the extension's "
+                                    "kforge_dense_copy kernel.\"\"\"\n"
+                                    "    return _kf_extension.kforge_dense(view)\n\n\n"
+                                  : "") +
+         model_new_class("Model with its forward replaced by kforge's kernels, compiled above with load_inline.",
                          "        _kf_extension.kforge_run(inputs, params, outputs, scratch)\n", "export again",
-                         "params");
+                         "params", copies_views);
 }
 
 // Names the library calls of a program without a __global__ kernel, for the message.
@@ -229,9 +237,10 @@ std::string kernel_names(const Program& p) {
 
 }  // namespace
 
-StatusOr<std::string> kernelbench_cuda_source(const Program& program, const fs::path& runtime_dir) {
+StatusOr<std::string> kernelbench_cuda_source(const Program& program, const fs::path& runtime_dir,
+                                              bool with_dense_copy) {
   KF_ASSIGN_OR_RETURN(std::string header, read_file(runtime_dir / "kforge_runtime.cuh"));
-  KF_ASSIGN_OR_RETURN(std::vector<CudaUnit> units, program_units(program, runtime_dir));
+  KF_ASSIGN_OR_RETURN(std::vector<CudaUnit> units, program_units(program, runtime_dir, with_dense_copy));
   KF_ASSIGN_OR_RETURN(UnitParts runtime, split_unit({"kforge_runtime.cuh", header}));
   KF_RETURN_IF_ERROR(drop_forbidden_comments(runtime, "kforge_runtime.cuh"));
   // The runtime header's macros stay for every unit after it.
@@ -250,8 +259,8 @@ StatusOr<std::string> kernelbench_cuda_source(const Program& program, const fs::
   return os.str();
 }
 
-std::string kernelbench_binding_source() {
-  return R"BINDING(
+std::string kernelbench_binding_source(bool with_dense_copy) {
+  std::string text = R"BINDING(
 // kforge binding: runs the program's kforge_forward on the current CUDA stream of the tensors' device.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -290,6 +299,26 @@ void kforge_run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> pa
   TORCH_CHECK(rc == 0, "kforge kernel failed: ", kforge_last_error());
 }
 )BINDING";
+  if (with_dense_copy) {
+    text += R"BINDING(
+extern "C" int kforge_dense_copy(void* dst, const void* src, int ndim, const int64_t* sizes, const int64_t* strides,
+                                 int element_size, void* stream);
+
+// A dense copy of a strided input (a slice, a transpose, an expand), made by the runtime's kernel.
+torch::Tensor kforge_dense(torch::Tensor view) {
+  TORCH_CHECK(view.is_cuda(), "kforge: a strided input must be a CUDA tensor");
+  const c10::cuda::CUDAGuard guard(view.device());
+  torch::Tensor dense = torch::empty(view.sizes(), view.options());
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+  const int rc = kforge_dense_copy(dense.data_ptr(), view.data_ptr(), static_cast<int>(view.dim()),
+                                   view.sizes().data(), view.strides().data(), static_cast<int>(view.element_size()),
+                                   static_cast<void*>(stream));
+  TORCH_CHECK(rc == 0, "kforge: the dense copy of a strided input failed: ", kforge_last_error());
+  return dense;
+}
+)BINDING";
+  }
+  return text;
 }
 
 std::vector<std::string> kernelbench_static_violations(const std::string& text) {
@@ -311,8 +340,12 @@ StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& prog
   }
   KF_ASSIGN_OR_RETURN(fs::path home, kforge_home());
   const fs::path runtime_dir = home / "src/codegen/runtime";
-  KF_ASSIGN_OR_RETURN(std::string cuda, kernelbench_cuda_source(program, runtime_dir));
-  const bool library_only = strip_checker_comments(cuda).find("__global__") == std::string::npos;
+  // A kernel of the program's own: the runtime's (kforge_dense_copy, for strided inputs) does not count, and is
+  // left out of a program without one, where it would be the only __global__ upstream's checker finds.
+  const bool library_only = std::none_of(program.kernels.begin(), program.kernels.end(), [](const auto& k) {
+    return strip_checker_comments(k.code).find("__global__") != std::string::npos;
+  });
+  KF_ASSIGN_OR_RETURN(std::string cuda, kernelbench_cuda_source(program, runtime_dir, !library_only));
   if (library_only && !options.allow_library_only) {
     return unsupported("the program for " + program.name + " has no CUDA kernel of its own: its kernels (" +
                        kernel_names(program) +
@@ -322,7 +355,7 @@ StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& prog
                        "checker rejects it), use the model_new.py of `kforge build` or `kforge optimize`, or export a "
                        "schedule that keeps a generated kernel (an einsum: --disable-skill einsum_gemm)");
   }
-  const std::string cpp = kernelbench_binding_source();
+  const std::string cpp = kernelbench_binding_source(!library_only);
   for (const std::string* src : std::initializer_list<const std::string*>{&cuda, &cpp}) {
     if (src->find("\"\"\"") != std::string::npos || src->empty() || src->back() == '\\')
       return internal_error("a generated source cannot go into a Python raw string (a triple quote or a final '\\')");
@@ -335,12 +368,14 @@ StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& prog
   if (library_only) {
     ours << "# NOTE: these kernels only call cuBLAS/cuDNN; there is no __global__ kernel in this file, so upstream\n"
          << "# KernelBench's strict static checker rejects it (exported with --allow-library-only). kforge's\n"
-         << "# harness (`kforge evaluate`) runs it.\n";
+         << "# harness (`kforge evaluate`) runs it. A strided input (a slice, a transpose) is refused here: the\n"
+         << "# runtime's copy kernel for it is left out, so that it does not stand in for a kernel of the program.\n";
   }
   ours << "\n";
   const std::string banner = ours.str();
   ours.str("");
-  ours << "# ---- kforge ModelNew ----\n" << py_build_section(g, program, cuda, cpp) << py_model_new_section();
+  ours << "# ---- kforge ModelNew ----\n"
+       << py_build_section(g, program, cuda, cpp, !library_only) << py_model_new_section(!library_only);
   const std::string generated = ours.str();
   if (std::string w = forbidden_word_in(banner + generated); !w.empty())
     return internal_error("the exported ModelNew contains the word '" + w + "', which upstream KernelBench rejects");

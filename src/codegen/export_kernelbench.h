@@ -37,13 +37,15 @@ std::vector<std::string> kernelbench_strict_rule_violations(const std::string& t
 // The program's CUDA units as the one translation unit load_inline compiles (its cuda_sources,
 // without the torch includes load_inline prepends): library includes hoisted, the runtime header
 // once, then each unit (kernels, entry, runtime sources) in a namespace of its own with the macros
-// it defines undefined after it.
-StatusOr<std::string> kernelbench_cuda_source(const Program& program, const std::filesystem::path& runtime_dir);
+// it defines undefined after it. Without `with_dense_copy` the runtime's kDenseCopySource is left out.
+StatusOr<std::string> kernelbench_cuda_source(const Program& program, const std::filesystem::path& runtime_dir,
+                                              bool with_dense_copy = true);
 
 // The C++ binding load_inline compiles (its cpp_sources, after torch/extension.h): `kforge_run`,
 // which takes the input, parameter and output tensors and a scratch byte tensor and calls
-// kforge_forward on the current CUDA stream.
-std::string kernelbench_binding_source();
+// kforge_forward on the current CUDA stream; with `with_dense_copy`, also `kforge_dense`, which copies a
+// strided input into a dense tensor with the runtime's kforge_dense_copy kernel.
+std::string kernelbench_binding_source(bool with_dense_copy = true);
 
 // The rules of upstream KernelBench's static checker in strict mode (kernel_static_checker.py,
 // backend "cuda"), applied to `text` as it does: per line, after cutting `#` and `//` comments.

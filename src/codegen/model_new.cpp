@@ -73,9 +73,9 @@ std::string model_new_tables(const ir::Graph& g, const Program& p) {
 }
 
 std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild,
-                            const std::string& params_arg) {
+                            const std::string& params_arg, bool copies_views) {
   std::ostringstream os;
-  os << "def _kf_check(kind, name, t, shape, dtype, device):\n"
+  os << "def _kf_check(kind, name, t, shape, dtype, device, views_ok=False):\n"
      << "    if not isinstance(t, torch.Tensor):\n"
      << "        raise TypeError(\"kforge ModelNew: %s %s must be a tensor, got %s\" % (kind, name, "
         "type(t).__name__))\n"
@@ -83,10 +83,12 @@ std::string model_new_class(const std::string& doc, const std::string& call, con
      << "        raise ValueError(\"kforge ModelNew: %s %s is %s%s, but the kernels were built for %s%s; " << rebuild
      << " for the new shape\"\n"
      << "                         % (kind, name, t.dtype, tuple(t.shape), dtype, shape))\n"
-     << "    if t.device != device or not t.is_contiguous():\n"
-     << "        raise ValueError(\"kforge ModelNew: %s %s must be a contiguous tensor on %s (a slice or a transpose "
-        "is a strided view: give its .contiguous() copy; the kernels read dense tensors)\" % (kind, name, "
-        "device))\n\n\n"
+     << "    if t.device != device:\n"
+     << "        raise ValueError(\"kforge ModelNew: %s %s is on %s, but the other inputs are on %s\" % (kind, name, "
+        "t.device, device))\n"
+     << "    if not views_ok and not t.is_contiguous():\n"
+     << "        raise ValueError(\"kforge ModelNew: %s %s must be a contiguous tensor (a slice or a transpose is a "
+        "strided view: give its .contiguous() copy; the kernels read dense tensors)\" % (kind, name))\n\n\n"
      << "class ModelNew(Model):\n"
      << "    \"\"\"" << doc << "\"\"\"\n\n"
      << "    # State kept across calls: where each parameter lives, the last parameter pointers (checked again only\n"
@@ -145,7 +147,11 @@ std::string model_new_class(const std::string& doc, const std::string& call, con
      << "            # The common case in one expression; _kf_check says what is wrong otherwise.\n"
      << "            if not (type(t) is torch.Tensor and t.dtype is dtype and t.shape == shape and t.device == device\n"
      << "                    and t.is_contiguous()):\n"
-     << "                _kf_check(\"input\", str(i), t, shape, dtype, device)\n"
+     << (copies_views ? "                _kf_check(\"input\", str(i), t, shape, dtype, device, views_ok=True)\n"
+                        "                if not t.is_contiguous():  # a view (slice, transpose, expand): kforge's "
+                        "kernel copies it\n"
+                        "                    inputs[i] = _kf_dense(t)\n"
+                      : "                _kf_check(\"input\", str(i), t, shape, dtype, device)\n")
      << "        params, params_array = self._kf_params(device)\n"
      << "        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in _KF_OUTPUTS]\n"
      << "        scratch, stream = self._kf_scratch(device)\n"
@@ -175,6 +181,10 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
      << "        lib.kforge_forward.restype = _kf_ctypes.c_int\n"
      << "        lib.kforge_forward.argtypes = [_kf_ctypes.c_void_p] * 4 + [_kf_ctypes.c_size_t, _kf_ctypes.c_void_p]\n"
      << "        lib.kforge_last_error.restype = _kf_ctypes.c_char_p\n"
+     << "        lib.kforge_dense_copy.restype = _kf_ctypes.c_int\n"
+     << "        lib.kforge_dense_copy.argtypes = [_kf_ctypes.c_void_p, _kf_ctypes.c_void_p, _kf_ctypes.c_int,\n"
+     << "                                          _kf_ctypes.c_void_p, _kf_ctypes.c_void_p, _kf_ctypes.c_int,\n"
+     << "                                          _kf_ctypes.c_void_p]\n"
      << "        if lib.kforge_abi_version() != _KF_ABI:\n"
      << "            raise RuntimeError(\"kforge: \" + _KF_LIBRARY + \" was built for another ABI version\")\n"
      << "        _kf_lib = lib\n"
@@ -183,6 +193,19 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
      << "    \"\"\"Frees GPU scratch the kernels grew (kforge's harness calls it after each candidate).\"\"\"\n"
      << "    if _kf_lib is not None and hasattr(_kf_lib, \"kforge_release_scratch\"):\n"
      << "        _kf_lib.kforge_release_scratch()\n\n\n"
+     << "def _kf_dense(view):\n"
+     << "    \"\"\"A dense copy of a strided input, made on the current stream by the library's "
+        "kforge_dense_copy.\"\"\"\n"
+     << "    lib = _kf_load()\n"
+     << "    dense = torch.empty(tuple(view.shape), dtype=view.dtype, device=view.device)\n"
+     << "    dims = _kf_ctypes.c_int64 * max(view.dim(), 1)\n"
+     << "    rc = lib.kforge_dense_copy(dense.data_ptr(), view.data_ptr(), view.dim(), dims(*view.shape),\n"
+     << "                               dims(*view.stride()), view.element_size(),\n"
+     << "                               torch.cuda.current_stream(view.device).cuda_stream)\n"
+     << "    if rc != 0:\n"
+     << "        raise RuntimeError(\"kforge: the dense copy of a strided input failed: \" + "
+        "lib.kforge_last_error().decode(errors=\"replace\"))\n"
+     << "    return dense\n\n\n"
      << "def _kf_pointers(tensors):\n"
      << "    return (_kf_ctypes.c_void_p * max(len(tensors), 1))(*[t.data_ptr() for t in tensors])\n\n\n"
      << model_new_class("Model with its forward replaced by kforge's kernels (" + g.name + ").",
@@ -193,7 +216,7 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
                         "        if rc != 0:\n"
                         "            raise RuntimeError(\"kforge kernel failed: \" + "
                         "lib.kforge_last_error().decode(errors=\"replace\"))\n",
-                        "rebuild", "_kf_pointers(params)");
+                        "rebuild", "_kf_pointers(params)", true);
   return os.str();
 }
 

@@ -21,8 +21,10 @@ std::string model_new_tables(const ir::Graph& g, const Program& p);
 // `call`: Python statements, indented by 8 spaces, that run the program on `inputs`, `params`,
 // `params_array`, `outputs`, `scratch` and `stream`. The parameters are checked only when their pointers
 // change; `params_array` is `params_arg` evaluated then ("_kf_pointers(params)": a ctypes array).
-// `rebuild` says how to rebuild in messages ("rebuild", "export again").
+// `rebuild` says how to rebuild in messages ("rebuild", "export again"). With `copies_views`, an input
+// that is a strided view (a slice, a transpose) is replaced by `_kf_dense(t)`, a module-level function
+// the caller defines (kforge's kforge_dense_copy kernel, never torch); without, a view is refused.
 std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild,
-                            const std::string& params_arg);
+                            const std::string& params_arg, bool copies_views);
 
 }  // namespace kforge::codegen

@@ -130,7 +130,8 @@ OrderedJson tensor_json(const ir::Graph& g, ir::ValueIndex v) {
 }  // namespace
 
 std::vector<std::string> runtime_sources(const std::vector<std::string>& libraries) {
-  std::vector<std::string> out = {"kforge_runtime.cu"};
+  // kforge_dense_copy.cu: ModelNew copies a strided input with it (the kernelbench export may leave it out).
+  std::vector<std::string> out = {"kforge_runtime.cu", std::string(kDenseCopySource)};
   for (const auto& lib : libraries) out.push_back("kforge_" + lib + ".cu");
   return out;
 }

@@ -47,7 +47,10 @@ struct ProgramOptions {
 
 StatusOr<Program> emit_program(const ir::Graph& g, const schedule::Schedule& s, const ProgramOptions& options);
 
-// The runtime sources a program links with (kforge_runtime.cu plus one per library used).
+// The runtime unit with kforge_dense_copy, the kernel that copies a strided input into a dense tensor.
+inline constexpr std::string_view kDenseCopySource = "kforge_dense_copy.cu";
+
+// The runtime sources a program links with (kforge_runtime.cu, kDenseCopySource, one per library used).
 std::vector<std::string> runtime_sources(const std::vector<std::string>& libraries);
 
 }  // namespace kforge::codegen

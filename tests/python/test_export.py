@@ -105,6 +105,10 @@ def test_forward_only_allocates_and_calls_the_extension(rel, tmp_path):
                 torch_calls.add(name)
     assert torch_calls <= {"torch.empty", "torch.device", "torch.cuda.current_device"}, torch_calls
     assert "_kf_extension.kforge_run" in ast.unparse(forward)
+    # a strided input is copied by the extension's own kernel (kforge_dense), never by torch
+    assert "inputs[i] = _kf_dense(t)" in ast.unparse(forward)
+    dense = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_kf_dense"][0]
+    assert "_kf_extension.kforge_dense(view)" in ast.unparse(dense)
 
 
 def load_with_fake_extension(path):
@@ -131,7 +135,7 @@ def test_model_new_has_the_parameters_it_names(rel, tmp_path):
     r, out = export(rel, tmp_path)
     assert r.returncode == 0, r.stderr
     ns, kwargs = load_with_fake_extension(out)
-    assert kwargs["functions"] == ["kforge_run"]
+    assert kwargs["functions"] == ["kforge_run", "kforge_dense"]  # kforge_dense: strided inputs (kforge_dense_copy)
     assert re.fullmatch(r"kforge_\w+", kwargs["name"])
     assert "arch=compute_90a,code=sm_90a" in kwargs["extra_cuda_cflags"] and "-O3" in kwargs["extra_cuda_cflags"]
     assert kwargs["cuda_sources"] == [ns["_KF_CUDA_SOURCE"]]
@@ -170,7 +174,9 @@ def test_a_pure_cublas_program_is_refused_unless_asked(tmp_path):
     text = out.read_text()
     assert "no __global__ kernel in this file" in text
     code = strip_comments(text)
-    assert "__global__" not in code and "load_inline" in code
+    # the runtime's copy kernel for strided inputs is left out: it never stands in for a kernel of the program
+    assert "__global__" not in code and "load_inline" in code and "kforge_dense" not in code
+    assert "strided input (a slice, a transpose) is refused here" in text
     for pattern in STRICT:
         assert not re.search(pattern, code), pattern
 

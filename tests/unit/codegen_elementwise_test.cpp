@@ -154,6 +154,10 @@ TEST(CodegenElementwise, ModelNewSubclassesTheReference) {
   EXPECT_NE(p.model_new_py.find("class ModelNew(Model):"), std::string::npos);
   EXPECT_NE(p.model_new_py.find("_KF_INPUTS = [((2, 3), torch.float32)]"), std::string::npos);
   EXPECT_EQ(p.model_new_py.find("torch.tanh"), std::string::npos);
+  // A strided input is copied by the library's own kernel, never by torch (.contiguous() is torch compute).
+  EXPECT_NE(p.model_new_py.find("inputs[i] = _kf_dense(t)"), std::string::npos);
+  EXPECT_NE(p.model_new_py.find("lib.kforge_dense_copy(dense.data_ptr(), view.data_ptr()"), std::string::npos);
+  EXPECT_EQ(p.model_new_py.find(".contiguous()\n"), std::string::npos);
 }
 
 TEST(CodegenElementwise, BuildsWithNvcc) {

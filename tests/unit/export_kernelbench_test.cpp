@@ -62,7 +62,7 @@ void expect_kernelbench_file(const std::string& text) {
   for (const char* w : {"pass", "try", "except", "threading", "multiprocessing"}) EXPECT_FALSE(has_word(text, w)) << w;
   EXPECT_TRUE(kernelbench_static_violations(text).empty()) << kernelbench_static_violations(text).front();
   EXPECT_TRUE(has(text, "\"-gencode\", \"arch=compute_90a,code=sm_90a\""));
-  EXPECT_TRUE(has(text, "functions=[\"kforge_run\"]"));
+  EXPECT_TRUE(has(text, "functions=[\"kforge_run\", \"kforge_dense\"]"));
   // forward allocates and calls the extension; no torch compute op.
   const std::string forward = text.substr(text.find("    def forward(self, *args):"));
   EXPECT_TRUE(has(forward, "_kf_extension.kforge_run(inputs, params, outputs, scratch)"));
