@@ -894,6 +894,7 @@ def import_problem(path, mode="eval", ops_def=None):
             raise
         raise err from None
     measure_derived_moments(module, graph_inputs)
+    measure_param_moments(module, init_args, params)
     nodes, outputs = prune(tracer.nodes, outputs)
     graph = {"format": FORMAT, "name": os.path.splitext(os.path.basename(src))[0], "source": src,
              "torch_version": torch.__version__, "mode": mode, "init_args": jsonable(init_args),
@@ -932,6 +933,39 @@ def measure_derived_moments(module, graph_inputs):
         if x.numel() == 0 or not bool(torch.isfinite(x).all()):
             continue
         g["dist"] = dict(g["dist"], moments={"mean": float(f"{x.mean().item():.6g}"), "std": float(f"{x.std(unbiased=False).item():.6g}")})
+
+
+_PARAM_MOMENTS_LIMIT = 1 << 28  # parameter and buffer elements in all: larger models keep the default estimate
+
+
+def measure_param_moments(module, init_args, params):
+    """Each floating parameter and buffer gets the mean and standard deviation of the model's own initial
+    values (`moments`): the precision estimate (src/skills/tf32_error.cpp) reads them instead of assuming
+    torch's default init, which a custom init (torchvision's kaiming_normal_ with fan_out, BatchNorm's
+    running statistics) does not follow. The model is built again for real on the CPU, outside the tracer
+    and with the caller's RNG state kept, only when its parameters are small enough."""
+    floating = [p for p in params if p["dtype"] in ("float32", "float16", "bfloat16", "float64")]
+    if not floating or sum(math.prod(p["shape"]) for p in params) > _PARAM_MOMENTS_LIMIT:
+        return
+    if any(isinstance(a, torch.Tensor) for a in init_args):
+        return  # built from tensors the tracer made on the meta device
+    try:
+        with preserved_rng(), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)
+            real = module.Model(*init_args)
+            values = dict(real.named_parameters())
+            values.update(real.named_buffers())
+    except Exception:
+        return  # the moments are a refinement: without them the estimate keeps torch's default init
+    for p in floating:
+        x = values.get(p["path"])
+        if x is None or list(x.shape) != p["shape"] or not x.dtype.is_floating_point or x.device.type != "cpu":
+            continue
+        x = x.detach().double()
+        if x.numel() == 0 or not bool(torch.isfinite(x).all()):
+            continue
+        p["moments"] = {"mean": float(f"{x.mean().item():.6g}"), "std": float(f"{x.std(unbiased=False).item():.6g}")}
 
 
 def bind_inputs(tracer, model, inputs):

@@ -199,7 +199,10 @@ StatusOr<KernelSource> emit_Order(const EmitContext& ctx) {
 }
 
 StatusOr<KernelSource> emit_CumExtreme(const EmitContext& ctx) {
-  // One thread per row walks it in order; ties take the later position and a NaN sticks (torch's rule).
+  // Ties take the later position and a NaN sticks (torch's rule). Rows along the innermost dim: one warp per
+  // row, 32 consecutive positions at a time (coalesced), a shuffle scan of (value, position) pairs carried from
+  // chunk to chunk. Rows with an inner stride (a dim before the last): one thread per row walks it in order,
+  // coalesced over consecutive rows.
   const ir::TensorType& x = ctx.in_type(0);
   if (x.numel() == 0) return layout::empty_kernel(ctx);
   const ir::OpId op = ctx.node().op;
@@ -209,38 +212,81 @@ StatusOr<KernelSource> emit_CumExtreme(const EmitContext& ctx) {
   const std::string K = key_type(x.dtype);
   const bool fp = ir::is_floating(x.dtype);
   const std::string cmp = max ? ">=" : "<=";
-  std::ostringstream body;
-  body << "    const int64_t o = i / " << r.inner << "LL, q = i % " << r.inner << "LL;\n"
-       << "    const int64_t base = o * " << r.n * r.inner << "LL + q;\n"
-       << "    " << K << " best = 0;\n"
-       << "    int64_t at = 0;\n"
-       << "    for (int64_t j = 0; j < " << r.n << "LL; ++j) {\n"
-       << "      const " << K << " v = (" << K << ")" << (layout::is_half(x.dtype) ? "(float)" : "")
-       << "in0[base + j * " << r.inner << "LL];\n"
-       << "      if (j == 0 || " << (fp ? "isnan(v) || (!isnan(best) && v " + cmp + " best)" : "v " + cmp + " best")
-       << ") {\n"
-       << "        best = v;\n"
-       << "        at = j;\n"
-       << "      }\n"
-       << "      out[base + j * " << r.inner
-       << "LL] = " << (indices ? "at" : "in0[base + at * " + std::to_string(r.inner) + "LL]") << ";\n"
-       << "    }\n";
-  // The grid covers the rows, not the output's elements: a kernel of its own over outer * inner rows.
+  const std::string load_cast = "(" + K + ")" + (layout::is_half(x.dtype) ? "(float)" : "");
+  const std::string name = ctx.kernel.name;
   const int64_t rows = r.outer * r.inner;
+  const bool warp_rows = r.inner == 1;
+  std::ostringstream body;
+  if (warp_rows) {
+    // (v, at) of a later position replaces the running (best, best_at) by torch's rule; at < 0 is no position
+    // (past the row's end), which never replaces and is always replaced.
+    const std::string takes = fp ? "at >= 0 && (best_at < 0 || isnan(v) || (!isnan(best) && v " + cmp + " best))"
+                                 : "at >= 0 && (best_at < 0 || v " + cmp + " best)";
+    body << "  const int lane = threadIdx.x & 31;\n"
+         << "  for (int64_t row = blockIdx.x * 8LL + (threadIdx.x >> 5); row < " << rows
+         << "LL; row += gridDim.x * 8LL) {\n"
+         << "    const int64_t base = row * " << r.n << "LL;\n"
+         << "    " << K << " run = 0;\n"
+         << "    int64_t run_at = -1;\n"
+         << "    for (int64_t q = 0; q < " << r.n << "LL; q += 32) {\n"
+         << "      const int64_t j = q + lane;\n"
+         << "      " << K << " v = j < " << r.n << "LL ? " << load_cast << "in0[base + j] : (" << K << ")0;\n"
+         << "      int64_t at = j < " << r.n << "LL ? j : -1;\n"
+         << "#pragma unroll\n"
+         << "      for (int d = 1; d < 32; d <<= 1) {\n"
+         << "        const " << K << " best = __shfl_up_sync(0xffffffffu, v, d);\n"
+         << "        const int64_t best_at = __shfl_up_sync(0xffffffffu, at, d);\n"
+         << "        if (lane >= d && !(" << takes << ")) {\n"
+         << "          v = best;\n"
+         << "          at = best_at;\n"
+         << "        }\n"
+         << "      }\n"
+         << "      {\n"
+         << "        const " << K << " best = run;\n"
+         << "        const int64_t best_at = run_at;\n"
+         << "        if (!(" << takes << ")) {\n"
+         << "          v = best;\n"
+         << "          at = best_at;\n"
+         << "        }\n"
+         << "      }\n"
+         << "      if (j < " << r.n << "LL) out[base + j] = " << (indices ? "at" : "in0[base + at]") << ";\n"
+         << "      run = __shfl_sync(0xffffffffu, v, 31);\n"
+         << "      run_at = __shfl_sync(0xffffffffu, at, 31);\n"
+         << "    }\n"
+         << "  }\n";
+  } else {
+    body << "  KF_GRID_STRIDE(i, " << rows << "LL) {\n"
+         << "    const int64_t o = i / " << r.inner << "LL, q = i % " << r.inner << "LL;\n"
+         << "    const int64_t base = o * " << r.n * r.inner << "LL + q;\n"
+         << "    " << K << " best = 0;\n"
+         << "    int64_t at = 0;\n"
+         << "    for (int64_t j = 0; j < " << r.n << "LL; ++j) {\n"
+         << "      const " << K << " v = " << load_cast << "in0[base + j * " << r.inner << "LL];\n"
+         << "      if (j == 0 || " << (fp ? "isnan(v) || (!isnan(best) && v " + cmp + " best)" : "v " + cmp + " best")
+         << ") {\n"
+         << "        best = v;\n"
+         << "        at = j;\n"
+         << "      }\n"
+         << "      out[base + j * " << r.inner
+         << "LL] = " << (indices ? "at" : "in0[base + at * " + std::to_string(r.inner) + "LL]") << ";\n"
+         << "    }\n"
+         << "  }\n";
+  }
+  // The grid covers the rows (a warp or a thread each), not the output's elements: a kernel of its own.
+  const std::string grid = warp_rows ? std::to_string(std::min<int64_t>((rows + 7) / 8, 4224))
+                                     : "kf_grid(" + std::to_string(rows) + "LL, 256)";
   KernelSource src = begin_source(ctx, layout::half_headers(ctx));
   std::ostringstream os;
   os << "namespace {\n"
      << "// running " << (max ? "max" : "min") << (indices ? " position" : "") << " along " << rows << " rows of "
-     << r.n << " (inner stride " << r.inner << ")\n"
-     << "__global__ void __launch_bounds__(256) " << ctx.kernel.name << "_kernel(const " << ctype(x.dtype)
+     << r.n << " (inner stride " << r.inner << "): " << (warp_rows ? "one warp per row" : "one thread per row") << "\n"
+     << "__global__ void __launch_bounds__(256) " << name << "_kernel(const " << ctype(x.dtype)
      << "* __restrict__ in0, " << ctype(ctx.out_type().dtype) << "* __restrict__ out) {\n"
-     << "  KF_GRID_STRIDE(i, " << rows << "LL) {\n"
-     << body.str() << "  }\n"
-     << "}\n"
+     << body.str() << "}\n"
      << "}  // namespace\n\n"
      << ctx.signature() << " {\n"
-     << "  " << ctx.kernel.name << "_kernel<<<kf_grid(" << rows << "LL, 256), 256, 0, ctx->stream>>>(" << ctx.in_ptr(0)
-     << ", " << ctx.out_ptr() << ");\n"
+     << "  " << name << "_kernel<<<" << grid << ", 256, 0, ctx->stream>>>(" << ctx.in_ptr(0) << ", " << ctx.out_ptr()
+     << ");\n"
      << "  KF_LAUNCHED();\n"
      << "  return 0;\n"
      << "}\n";

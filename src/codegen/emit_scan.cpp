@@ -1,6 +1,8 @@
 // Scan family: cumsum and cumprod along any dim. Accumulation in double for floating inputs (64-bit
 // wrapping integers otherwise), so long scans do not drift.
-//   - scan dim innermost (rows): cub::BlockScan over tiles of the row with a running carry (the
+//   - scan dim innermost, rows of at most 512: one warp per row, 32 positions at a time, a shuffle
+//     scan of each 32 with the running carry of the ones before.
+//   - scan dim innermost (longer rows): cub::BlockScan over tiles of the row with a running carry (the
 //     block-prefix callback); when rows are few and long, each row is cut into chunks: chunk
 //     totals, a sequential scan of the totals per row (the carries), then the chunked block scans.
 //   - scan dim with inner elements (columns): one thread per column walks the dim, coalesced over
@@ -29,6 +31,10 @@ using reduce::ll;
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
+
+// Rows along the innermost dim up to this long are scanned by one warp each (below a quarter of the
+// block scan's 2048-element tile); longer ones by a block each.
+constexpr int64_t kWarpRowMax = 512;
 
 }  // namespace
 
@@ -121,7 +127,43 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   if (with_prologue) dev << prologue_code << "\n";
 
   std::string headers = reduce::half_headers({in.dtype, out.dtype});
-  if (inner == 1) {
+  if (inner == 1 && L <= kWarpRowMax) {
+    // Short rows: one warp per row, 32 consecutive positions at a time (coalesced reads and writes), a
+    // shuffle scan of each 32 carried into the next; a block per row would leave most of a 2048 tile idle.
+    mode = "warp scan per row";
+    dev << "__global__ void __launch_bounds__(256) " << K << "_warp("
+        << param_list(OT + "* __restrict__ out, const " + AT + "* __restrict__ carry") << ") {\n"
+        << "  (void)carry;\n"
+        << "  const int lane = threadIdx.x & 31;\n"
+        << "  for (long long r = blockIdx.x * 8LL + (threadIdx.x >> 5); r < " << ll(outer)
+        << "; r += gridDim.x * 8LL) {\n"
+        << "    const long long xb = r * " << ll(L_in) << ";  // the row's first element\n"
+        << "    (void)xb;\n"
+        << "    " << OT << "* y = out + r * " << ll(L_out) << (shift ? " + " + ll(shift) : "") << ";\n"
+        << (exclusive ? "    if (lane == 0) out[r * " + ll(L_out) + "] = " + conv_out(ident) +
+                            ";  // position 0: the identity\n"
+                      : "")
+        << "    " << AT << " run = " << ident << ";\n"
+        << "    for (long long q = 0; q < " << ll(L) << "; q += 32) {\n"
+        << "      const long long j = q + lane;\n"
+        << "      " << AT << " v = j < " << ll(L) << " ? " << conv_in(read("xb + " + at("j"))) << " : " << ident
+        << ";\n"
+        << "#pragma unroll\n"
+        << "      for (int d = 1; d < 32; d <<= 1) {\n"
+        << "        const " << AT << " u = __shfl_up_sync(0xffffffffu, v, d);\n"
+        << "        if (lane >= d) v = " << K << "_Op()(u, v);\n"
+        << "      }\n"
+        << "      v = " << K << "_Op()(run, v);\n"
+        << "      if (j < " << ll(L) << ") y[" << at("j") << "] = " << conv_out("v") << ";\n"
+        << "      run = __shfl_sync(0xffffffffu, v, 31);\n"
+        << "    }\n"
+        << "  }\n"
+        << "}\n";
+    host << "  " << K << "_warp<<<" << std::min<int64_t>(ceil_div(outer, 8), 4224) << ", 256, 0, ctx->stream>>>("
+         << args << ", nullptr);\n"
+         << "  KF_LAUNCHED();\n";
+    launches = 1;
+  } else if (inner == 1) {
     headers +=
         "#include <cub/block/block_exchange.cuh>\n#include <cub/block/block_load.cuh>\n#include "
         "<cub/block/block_reduce.cuh>\n#include "

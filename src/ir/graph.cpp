@@ -50,9 +50,10 @@ ValueIndex Graph::add_input(const std::string& id, const std::string& name, Tens
   return v;
 }
 
-ValueIndex Graph::add_param(const std::string& id, const std::string& path, bool is_buffer, TensorType type) {
+ValueIndex Graph::add_param(const std::string& id, const std::string& path, bool is_buffer, TensorType type,
+                            Json moments) {
   const ValueIndex v = add_value({id, ValueKind::kParam, std::move(type), static_cast<int>(params_.size())});
-  params_.push_back({v, path, is_buffer});
+  params_.push_back({v, path, is_buffer, std::move(moments)});
   return v;
 }
 

@@ -48,6 +48,7 @@ struct GraphParam {
   ValueIndex value = kNoValue;
   std::string path;  // "conv.weight"
   bool is_buffer = false;
+  Json moments;  // {"mean", "std"} of the model's own initial values, measured at import; null when unknown
 };
 
 // One positional argument of forward: a graph input, or a Python number the graph was specialized to
@@ -91,7 +92,8 @@ class Graph {
   const Node* producer(ValueIndex v) const;
 
   ValueIndex add_input(const std::string& id, const std::string& name, TensorType type, Json dist);
-  ValueIndex add_param(const std::string& id, const std::string& path, bool is_buffer, TensorType type);
+  ValueIndex add_param(const std::string& id, const std::string& path, bool is_buffer, TensorType type,
+                       Json moments = Json());
   // Appends a node whose inputs are already in the graph; its output type is given.
   ValueIndex add_node(const std::string& id, Node node, TensorType type);
   void set_outputs(std::vector<ValueIndex> outs) { outputs_ = std::move(outs); }

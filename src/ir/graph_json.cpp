@@ -245,7 +245,11 @@ StatusOr<Graph> graph_from_json_fields(const Json& j, const std::string& what) {
     std::string kind = jp.value("kind", "parameter");
     if (kind != "parameter" && kind != "buffer")
       return invalid_argument(where + ": kind must be \"parameter\" or \"buffer\"");
-    g.add_param(id, jp.value("path", id), kind == "buffer", std::move(t));
+    Json moments = jp.value("moments", Json());
+    if (!moments.is_null() &&
+        !(moments.is_object() && moments.value("mean", Json()).is_number() && moments.value("std", Json()).is_number()))
+      return invalid_argument(where + ": moments must be {\"mean\": number, \"std\": number}");
+    g.add_param(id, jp.value("path", id), kind == "buffer", std::move(t), std::move(moments));
   }
   i = 0;
   for (const auto& jn : j.value("nodes", Json::array())) {
@@ -322,6 +326,7 @@ OrderedJson graph_to_json(const Graph& g) {
     o["path"] = p.path;
     o["kind"] = p.is_buffer ? "buffer" : "parameter";
     type_fields(o, g.type(p.value));
+    if (!p.moments.is_null()) o["moments"] = p.moments;
     j["params"].push_back(o);
   }
   j["nodes"] = OrderedJson::array();

@@ -46,10 +46,14 @@ Stat dist_stat(const Json& d) {
   return {0, 1};
 }
 
-// A parameter read as the weight or bias of a linear or convolution: torch's default init, uniform
-// +-1/sqrt(fan_in) (fan_in = numel / w[0] for linear [out, in], conv [out, in/groups, k...] and, by
-// torch's own convention, conv_transpose [in, out/groups, k...]). Any other parameter: unit scale.
-Stat param_stat(const ir::Graph& g, ir::ValueIndex v) {
+// A parameter's moments as the importer measured them on the model's own initial values (a custom init such
+// as torchvision's kaiming_normal_(fan_out), BatchNorm's ones and zeros). Without them, one read as the weight
+// or bias of a linear or convolution: torch's default init, uniform +-1/sqrt(fan_in) (fan_in = numel / w[0] for
+// linear [out, in], conv [out, in/groups, k...] and, by torch's own convention, conv_transpose
+// [in, out/groups, k...]). Any other parameter: unit scale.
+Stat param_stat(const ir::Graph& g, const ir::GraphParam& p) {
+  if (p.moments.is_object()) return {p.moments.value("mean", 0.0), p.moments.value("std", 1.0)};
+  const ir::ValueIndex v = p.value;
   for (int n : g.users(v)) {
     const ir::Node& node = g.nodes()[static_cast<size_t>(n)];
     const auto family = ir::op_info(node.op).family;
@@ -198,7 +202,7 @@ Tf32ErrorEstimate estimate_tf32_error(const ir::Graph& g, const std::vector<int>
   est.error.assign(values.size(), 0.0);
   auto& e = est.error;
   for (const auto& in : g.inputs()) st[static_cast<size_t>(in.value)] = dist_stat(in.dist);
-  for (const auto& p : g.params()) st[static_cast<size_t>(p.value)] = param_stat(g, p.value);
+  for (const auto& p : g.params()) st[static_cast<size_t>(p.value)] = param_stat(g, p);
   const std::set<int> tf32(tf32_nodes.begin(), tf32_nodes.end());
   const std::set<int> split(split_nodes.begin(), split_nodes.end());
   // one operand's TF32 rounding: uniform within +-2^-11 relative, so a standard deviation of 2^-11/sqrt(3)

@@ -103,6 +103,15 @@ CASES = {
     "cummax_drawdown": case(  # tests/unseen/18
         "price = 1.0 + torch.cumsum(x * 0.05, dim=-1)\npeak = torch.cummax(price, dim=-1).values\n"
         "return (peak - price) / (peak.abs() + 1.0)", "[torch.randn(128, 64, 256)]", "running max"),
+    "scan_short_rows_warp": case(  # rows of at most 512: one warp per row (sum, product, prologue, int64)
+        "return (torch.cumsum(x, dim=-1), torch.cumprod(1.0 - torch.sigmoid(y), dim=-1),\n"
+        "        torch.cumsum(z, dim=1), torch.cumsum(x * 0.5 + 1.0, dim=1))",
+        "[torch.randn(512, 100), torch.randn(300, 64), torch.randint(-1000, 1000, (128, 33))]", "warp scan per row"),
+    "scan_short_rows_reverse_exclusive": case(  # the reverse and the exclusive (survival, tests/unseen/17) forms
+        "rev = torch.flip(torch.cumsum(torch.flip(x, [-1]), dim=-1), [-1])\n"
+        "s = torch.cumprod(1.0 - torch.sigmoid(y), dim=-1)\n"
+        "before = torch.cat([torch.ones_like(s[..., :1]), s[..., :-1]], dim=-1)\n"
+        "return rev, before * 2.0", "[torch.randn(256, 257), torch.randn(64, 16, 64)]", "warp scan per row"),
     "scatter_add_histogram": case(  # tests/unseen/03
         "w = torch.exp(x * 0.5)\nhist = torch.zeros(x.shape[0], 2048, dtype=x.dtype, device=x.device).scatter_add(1, y, w)\n"
         "return hist * 2048 / hist.sum(dim=1, keepdim=True)", "[torch.randn(16, 16384), torch.randint(0, 2048, (16, 16384))]",

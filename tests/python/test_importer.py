@@ -524,6 +524,21 @@ def test_derived_inputs_carry_measured_moments(tmp_path):
     assert c == {"kind": "normal", "mean": 0.0, "std": 1.0}                      # a factory's dist: no moments
 
 
+def test_params_carry_the_moments_of_the_models_own_init(tmp_path):
+    # a custom init (torchvision's kaiming_normal_ with fan_out) and BatchNorm's buffers: measured for real
+    g = trace(tmp_path, "return self.bn(self.conv(x))", inputs="torch.rand(2, 16, 8, 8)", init="""
+        self.conv = nn.Conv2d(16, 32, 3, bias=False)
+        nn.init.kaiming_normal_(self.conv.weight, mode="fan_out", nonlinearity="relu")
+        self.bn = nn.BatchNorm2d(32)
+        """)
+    by_path = {p["path"]: p for p in g["params"]}
+    w = by_path["conv.weight"]["moments"]
+    assert abs(w["mean"]) < 0.01 and abs(w["std"] - math.sqrt(2 / (32 * 9))) < 0.005  # not 1/sqrt(3 * 16 * 9)
+    assert by_path["bn.weight"]["moments"] == {"mean": 1.0, "std": 0.0}
+    assert by_path["bn.running_mean"]["moments"] == {"mean": 0.0, "std": 0.0}
+    assert "moments" not in by_path["bn.num_batches_tracked"]  # an integer buffer: no moments
+
+
 def test_validation_rejects_unknown_attr():
     schema = importer.load_schema(OPS_DEF)
     with pytest.raises(importer.InternalError, match="not in the schema"):

@@ -76,9 +76,18 @@ TEST(CodegenMovement, SortPicksBitonicOrRankCounting) {
   EXPECT_TRUE(has(i, "out[obase + (rank) * inner] = (int64_t)(j);")) << i;
   std::string t = code_of("topk", {{"x", {6, 3, 8}}}, R"({"k": 2, "dim": 0, "largest": false})");
   EXPECT_TRUE(has(t, "24 rows of 6: bitonic sort of 8 slots per block, the first 2 kept")) << t;
+  // rows along the last dim: one warp per row, a shuffle scan of (value, position) under torch's rule
   std::string c = code_of("cummax_indices", {{"x", {4, 9}}}, R"({"dim": 1})");
-  EXPECT_TRUE(has(c, "if (j == 0 || isnan(v) || (!isnan(best) && v >= best)) {")) << c;
-  EXPECT_TRUE(has(c, "out[base + j * 1LL] = at;")) << c;
+  EXPECT_TRUE(has(c, "one warp per row")) << c;
+  EXPECT_TRUE(has(c, "if (lane >= d && !(at >= 0 && (best_at < 0 || isnan(v) || (!isnan(best) && v >= best)))) {"))
+      << c;
+  EXPECT_TRUE(has(c, "if (j < 9LL) out[base + j] = at;")) << c;
+  std::string cv = code_of("cummax", {{"x", {4, 9}}}, R"({"dim": -1})");
+  EXPECT_TRUE(has(cv, "if (j < 9LL) out[base + j] = in0[base + at];")) << cv;
+  // rows with an inner stride: one thread per row walks it
+  std::string s0 = code_of("cummax_indices", {{"x", {4, 9}}}, R"({"dim": 0})");
+  EXPECT_TRUE(has(s0, "if (j == 0 || isnan(v) || (!isnan(best) && v >= best)) {")) << s0;
+  EXPECT_TRUE(has(s0, "out[base + j * 9LL] = at;")) << s0;
   std::string m = code_of("cummin", {{"x", {4, 9}, "int32"}}, R"({"dim": 0})");
   EXPECT_TRUE(has(m, "if (j == 0 || v <= best) {")) << m;
 }

@@ -343,6 +343,11 @@ TEST(CodegenReduceScan, BlockScanAndChunks) {
   Program cols = emit_one("cumprod", {{"x", {300, 70}}}, R"({"dim": 0})", {300, 70});
   EXPECT_TRUE(has(cols.kernels[0].code, "one thread per column"));
   EXPECT_TRUE(has(cols.kernels[0].code, "return a * b;"));
+  Program warp = emit_one("cumsum", {{"x", {16384, 64}}}, R"({"dim": -1})", {16384, 64});
+  EXPECT_TRUE(has(warp.kernels[0].code, "warp scan per row"));
+  EXPECT_TRUE(has(warp.kernels[0].code, "const double u = __shfl_up_sync(0xffffffffu, v, d);"));
+  EXPECT_TRUE(has(warp.kernels[0].code, "k0_cumsum_warp<<<2048, 256, 0, ctx->stream>>>"));
+  EXPECT_FALSE(has(warp.kernels[0].code, "cub::BlockScan"));
   Program few = emit_one("cumsum", {{"x", {200000, 4}}}, R"({"dim": 0})", {200000, 4});
   EXPECT_TRUE(has(few.kernels[0].code, "one thread per column chunk"));
   EXPECT_EQ(few.kernels[0].launches, 3);

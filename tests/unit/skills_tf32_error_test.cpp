@@ -118,5 +118,29 @@ TEST(Tf32Error, MeasuredMomentsOfAComputedInputAreRead) {
   EXPECT_LE(estimate_tf32_error(graph_from_text(text), {0}, 1e-2, 1e-2).expected_failures, kTf32AllowedFailures);
 }
 
+TEST(Tf32Error, MeasuredMomentsOfAParameterAreRead) {
+  // a weight initialised by the model itself (not torch's default): the importer's measured moments decide
+  const std::string weight = R"("path": "fc.weight", "kind": "parameter")";
+  const std::string plain = gemm_graph(128, 4096, 1024, "", "h");
+  std::string text = plain;
+  text.replace(text.find(weight), weight.size(), weight + R"(, "moments": {"mean": 0.0, "std": 0.5})");
+  const ir::Graph g = graph_from_text(text);
+  const ir::Graph g0 = graph_from_text(plain);
+  const auto h = static_cast<size_t>(g.find("h"));
+  // the error scales with the weight's rms: 0.5 against torch's default 1/sqrt(3K)
+  EXPECT_NEAR(estimate_tf32_error(g, {0}, 1e-2, 1e-2).error[h] / estimate_tf32_error(g0, {0}, 1e-2, 1e-2).error[h],
+              0.5 * std::sqrt(3.0 * 4096), 1e-6);
+  // the moments survive a round trip through the graph JSON
+  const ir::Graph again = graph_from_text(ir::graph_to_json(g).dump());
+  EXPECT_EQ(again.params()[0].moments.value("std", 0.0), 0.5);
+  EXPECT_TRUE(again.params()[1].moments.is_null());
+  // malformed moments are refused with the param named
+  std::string bad = plain;
+  bad.replace(bad.find(weight), weight.size(), weight + R"(, "moments": {"mean": 0.0})");
+  auto parsed = ir::graph_from_json(Json::parse(bad), "g");
+  ASSERT_FALSE(parsed.is_ok());
+  EXPECT_NE(parsed.status().message().find("param #0: moments"), std::string::npos) << parsed.status().message();
+}
+
 }  // namespace
 }  // namespace kforge::skills
