@@ -25,6 +25,8 @@
 #                                         on the kernels of KNOB_STRATEGY (cudnn_conv): build_with_knob.py
 #   bench/gpu_run.sh optimize             `kforge optimize --device cuda` live on OPTIMIZE_PROBLEMS, with and
 #                                         without --planned (the agent's GPU evaluations, the result)
+#   bench/gpu_run.sh buildtime            each problem of BUILDTIME_LEVEL (default zoo) built alone and cold beside
+#                                         torch.compile's cold first call (bench/build_time.py; BUILDTIME_ONLY=a,b)
 # EXPORT_NAME names the export check's JSON and log (default export-check; EXPORT_EXTRA "--shard 2/2").
 # GPU_TESTS names the test files or node ids to run (default tests/gpu); their output, with the tables the tests
 # print (pytest -s), goes to gpu-tests.txt.
@@ -112,6 +114,13 @@ for part in "$@"; do
         --out /tmp/exports --json "$OUT/${EXPORT_NAME:-export-check}.json" -j "${EXPORT_JOBS:-12}" ${EXPORT_EXTRA:-} > "$OUT/${EXPORT_NAME:-export-check}.txt" 2>&1
       echo "export check: exit $?"; grep -v "^\[" "$OUT/${EXPORT_NAME:-export-check}.txt" | tail -40
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
+    buildtime)
+      # Each problem of BUILDTIME_LEVEL (default zoo) built alone, cold (runtime units seeded once), beside
+      # torch.compile's cold first call in a fresh process (bench/build_time.py; BUILDTIME_ONLY=a,b).
+      timeout "${BUILDTIME_LIMIT:-480}" $KFORGE_PYTHON bench/build_time.py --suite ".gpu/kb/${BUILDTIME_LEVEL:-zoo}" \
+        --json "$OUT/build-time.json" --time-limit "$(( ${BUILDTIME_LIMIT:-480} - 90 ))" \
+        ${BUILDTIME_ONLY:+--only "$BUILDTIME_ONLY"} > "$OUT/build-time.txt" 2>&1
+      echo "build time: exit $?"; tail -45 "$OUT/build-time.txt" ;;
     upstream)
       # Upstream's evaluator on kforge's exports, one process per file (#27 item 4); records after each
       # problem in $OUT/upstream-<level>.json, disagreements listed at the end of upstream.txt.
@@ -155,7 +164,7 @@ for part in "$@"; do
         done
       done
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
-    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports, explore, optimize)" >&2 ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports, explore, optimize, buildtime)" >&2 ;;
   esac
 done
 # At most 8 files come back from a device call: past that, the logs travel packed in one archive

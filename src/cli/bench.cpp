@@ -239,6 +239,10 @@ void BenchRun::build_loop() {
       r.features = costmodel::candidate_features(turn->graph, turn->sched, turn->built.cost);
       r.schedule_hash = costmodel::schedule_hash(turn->graph, turn->sched);
       r.built = turn->built.build.ok;
+      r.build_stages = turn->stages;
+      r.build_stages["nvcc_seconds"] = turn->built.build.nvcc_seconds;
+      r.build_stages["units_compiled"] = turn->built.build.units_compiled;
+      r.build_stages["link_seconds"] = turn->built.build.link_seconds;
       r.result = predicted_result(turn->built, protocol_);
       if (device_ == "cuda") {
         // A compile error is a fact; a built candidate has no result until the GPU gives one.

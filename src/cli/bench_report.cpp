@@ -111,6 +111,7 @@ OrderedJson record_json(const BenchRecord& r) {
   j["reward"] = reward ? OrderedJson(*reward) : OrderedJson(nullptr);
   j["samples"] = e.samples;
   j["build_seconds"] = r.build_seconds;
+  if (!r.build_stages.is_null()) j["build_stages"] = r.build_stages;
   if (r.compile_cold_seconds) j["compile_cold_seconds"] = *r.compile_cold_seconds;
   j["verify_seconds"] = r.verify_seconds;
   j["out_dir"] = r.out_dir.string();
@@ -198,6 +199,7 @@ std::optional<BenchRecord> record_from_json(const Json& j, const BenchRecord& fr
   r.floor_seconds = seconds_of(j, "t_floor_ms");
   r.predicted_seconds = seconds_of(j, "t_predicted_ms");
   r.build_seconds = j.value("build_seconds", 0.0);
+  if (j.contains("build_stages") && j["build_stages"].is_object()) r.build_stages = OrderedJson(j["build_stages"]);
   if (j.contains("compile_cold_seconds") && j["compile_cold_seconds"].is_number())
     r.compile_cold_seconds = j["compile_cold_seconds"].get<double>();
   r.verify_seconds = j.value("verify_seconds", 0.0);

@@ -29,6 +29,10 @@ struct BenchRecord {
   std::optional<double> floor_seconds;      // cost model floor of the graph
   std::optional<double> predicted_seconds;  // cost model time of the candidate
   double build_seconds = 0;
+  // Where build_seconds went: import, plan, codegen_and_build (wall seconds of each stage), nvcc_seconds (the
+  // seconds of every nvcc run added up: core-seconds of compiling), units_compiled (nvcc runs that missed the
+  // cache). Builds run side by side in bench, so a stage's wall time includes waiting for the machine.
+  OrderedJson build_stages;
   // torch.compile's cold first call on the same problem (compile and run once, empty Inductor cache for its
   // graph: the baselines worker's precompile), the bar kforge's build is held to; unset where not measured.
   std::optional<double> compile_cold_seconds;

@@ -338,6 +338,9 @@ OrderedJson report_json(const ir::Graph& g, const schedule::Schedule& s, const B
                 {"seconds", b.build.seconds},
                 {"files", b.build.compiles.size()},
                 {"cache_hits", b.build.cache_hits},
+                {"units_compiled", b.build.units_compiled},
+                {"nvcc_seconds", b.build.nvcc_seconds},
+                {"link_seconds", b.build.link_seconds},
                 {"library", b.build.library.filename().string()}};
   r["precision"] = s.precision;
   r["skills_applied"] = s.applied;

@@ -284,7 +284,12 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
       }
       rec.resources = parse_resource_usage(rec.log);
       std::lock_guard<std::mutex> lock(mu);
-      if (rec.cached) ++result.cache_hits;
+      if (rec.cached) {
+        ++result.cache_hits;
+      } else {
+        ++result.units_compiled;
+        result.nvcc_seconds += rec.seconds;
+      }
       result.compiles[i] = std::move(rec);
     }
   };
@@ -318,6 +323,7 @@ StatusOr<BuildResult> build_program(const codegen::Program& program, const Toolc
     for (const auto& k : object_keys) argv.push_back((cache / "obj" / (k + ".o")).string());
     for (const auto& l : program.libraries) argv.push_back("-l" + l);
     KF_ASSIGN_OR_RETURN(ProcessResult r, run_process(argv, {.timeout_seconds = 600}));
+    result.link_seconds = r.seconds;
     if (!r.ok()) {
       result.outcome = "compile_error";
       result.message = "link: " + r.output.substr(0, 2000);

@@ -38,6 +38,9 @@ struct BuildResult {
   bool link_cached = false;
   double seconds = 0.0;
   int cache_hits = 0;
+  int units_compiled = 0;     // nvcc runs that missed the cache (chunks, entry, runtime units)
+  double nvcc_seconds = 0.0;  // their run times added up: the core-seconds compiling took
+  double link_seconds = 0.0;  // the link, when the library was not cached
 };
 
 struct BuildOptions {

@@ -50,3 +50,10 @@ def test_every_zoo_network_and_unseen_problem_builds_on_cpu(tmp_path):
     print(f"built {len(problems) - len(failed)}/{len(problems)}; build seconds median {builds[len(builds) // 2]:.1f},"
           f" max {builds[-1]:.1f}")
     assert failed == [], "\n".join(failed)
+    # Each record says where its build time went (issue #22 item 5): the stages' wall seconds and nvcc's.
+    for r in problems:
+        stages = r.get("build_stages", {})
+        assert {"import", "plan", "codegen_and_build", "nvcc_seconds", "units_compiled"} <= stages.keys(), r["problem"]
+        assert 0 <= stages["import"] <= r["build_seconds"] and stages["nvcc_seconds"] >= 0, (r["problem"], stages)
+    imports = sorted(r["build_stages"]["import"] for r in problems)
+    print(f"import seconds median {imports[len(imports) // 2]:.1f}, max {imports[-1]:.1f}")
