@@ -2,6 +2,7 @@
 #include "codegen/reduce_common.h"
 
 #include <algorithm>
+#include <bit>
 #include <sstream>
 
 namespace kforge::codegen::reduce {
@@ -11,6 +12,7 @@ namespace {
 constexpr int64_t kTargetBlocks = 2112;  // 16 blocks per SM of an H200: enough to fill it
 constexpr int64_t kGridCap = 4224;       // grid-stride loops beyond this
 constexpr int64_t kWarpRowMax = 1024;    // rows up to this length get one warp each
+constexpr int64_t kGroupRowMax = 16;     // rows up to this length share a warp (a group of lanes each)
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -163,6 +165,16 @@ __device__ __forceinline__ void kf_warp_merge(A& a) {
     a.merge(o);
   }
 }
+// Tree merge within aligned groups of G lanes (G a power of two, at most 32); each group's first lane holds
+// its result (it reads only lanes of its own group).
+template <int G, class A>
+__device__ __forceinline__ void kf_group_merge(A& a) {
+#pragma unroll
+  for (int d = G / 2; d > 0; d >>= 1) {
+    A o = a.shfl_down(d);
+    a.merge(o);
+  }
+}
 // Merge over a 1-D block (blockDim.x a multiple of 32); thread 0 holds the result. sm: 32 entries.
 template <class A>
 __device__ __forceinline__ A kf_block_merge(A a, A* sm) {
@@ -246,7 +258,37 @@ Code emit(const Spec& s) {
   const int B = s.block;
   std::string pass1_store = S == 1 ? s.store : "part[o * " + ll(S) + " + s] = a;";
 
-  if (warp) {
+  if (warp && N <= kGroupRowMax) {
+    // Rows of at most 16: a group of G lanes per row (G = N rounded up to a power of two), 32 / G rows per
+    // warp, so that a warp reads 32 / G consecutive rows at once instead of idling 32 - N lanes. Every lane
+    // of a warp runs each step (rows past the end add nothing) so that the shuffles see the whole warp.
+    const int64_t G = std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(N, 1)));
+    const int64_t R = 32 / G;
+    const int64_t warp_steps = ceil_div(M, R);
+    c.mode = "groups of " + std::to_string(G) + " lanes per row";
+    dev << "__global__ void __launch_bounds__(256) " << P << "_groups(" << s.params << ") {\n"
+        << "  const long long lane = threadIdx.x & " << (G - 1) << ";\n"
+        << "  const long long slot = (threadIdx.x & 31) / " << G << ";\n"
+        << "  const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;\n"
+        << "  const long long nwarps = (gridDim.x * (long long)blockDim.x) >> 5;\n"
+        << "  for (long long w = warp; w < " << ll(warp_steps) << "; w += nwarps) {\n"
+        << "    const long long o = w * " << ll(R) << " + slot;\n"
+        << "    const bool live = o < " << ll(M) << ";\n"
+        << "    const long long base = live ? " << P << "_base(o) : 0LL;\n"
+        << "    " << A << " a;\n"
+        << "    " << s.init << "\n"
+        << "    const long long j1 = live ? " << ll(N) << " : 0LL;\n"
+        << "    {\n"
+        << strided_loop(s, "lane", ll(G), "      ") << "    }\n"
+        << "    kf_group_merge<" << G << ">(a);\n"
+        << "    if (live && lane == 0) { " << s.store << " }\n"
+        << "  }\n"
+        << "}\n";
+    int64_t blocks = std::min(ceil_div(warp_steps, 8), kGridCap);
+    host << "  " << P << "_groups<<<" << blocks << ", 256, 0, ctx->stream>>>(" << s.args << ");\n"
+         << "  KF_LAUNCHED();\n";
+    c.launches = 1;
+  } else if (warp) {
     c.mode = "warp";
     dev << "__global__ void __launch_bounds__(256) " << P << "_warps(" << s.params << ") {\n"
         << "  const long long lane = threadIdx.x & 31;\n"

@@ -1,5 +1,6 @@
 // Shared machinery of the reduction-like emitters (reduce, argreduce, norm statistics, losses): a
 // reduction of some dims of a tensor, described by its coalesced layout, generated as
+//   - a lane-group kernel (reduced dims innermost, rows of at most 16: a group of lanes per output),
 //   - a warp kernel (reduced dims innermost, short rows: one warp per output),
 //   - a row kernel (reduced dims innermost: one block per output, or per chunk of it),
 //   - a column kernel (a kept dim innermost: threads over consecutive outputs, coalesced),

@@ -112,6 +112,12 @@ CASES = {
         "s = torch.cumprod(1.0 - torch.sigmoid(y), dim=-1)\n"
         "before = torch.cat([torch.ones_like(s[..., :1]), s[..., :-1]], dim=-1)\n"
         "return rev, before * 2.0", "[torch.randn(256, 257), torch.randn(64, 16, 64)]", "warp scan per row"),
+    "reduce_short_rows_lane_groups": case(  # rows of at most 16 share a warp: amax, mean, var, argmax, sum of ints
+        "w = x.unfold(1, 16, 8)\n"
+        "return (w.amax(dim=-1), w.mean(dim=-1), w.var(dim=-1), torch.argmax(y, dim=-1), z.sum(dim=-1),\n"
+        "        torch.logsumexp(y, dim=-1))",
+        "[torch.randn(96, 4104), torch.randn(777, 3, 5), torch.randint(-1000, 1000, (1001, 3))]",
+        "kf_group_merge<16>"),
     "scatter_add_histogram": case(  # tests/unseen/03
         "w = torch.exp(x * 0.5)\nhist = torch.zeros(x.shape[0], 2048, dtype=x.dtype, device=x.device).scatter_add(1, y, w)\n"
         "return hist * 2048 / hist.sum(dim=1, keepdim=True)", "[torch.randn(16, 16384), torch.randint(0, 2048, (16, 16384))]",

@@ -173,6 +173,20 @@ TEST(CodegenReduceEmit, ShortRowsGetAWarpEach) {
   EXPECT_TRUE(has(p.kernels[0].code, "log(a.s)"));
 }
 
+TEST(CodegenReduceEmit, RowsOfAtMostSixteenShareAWarp) {
+  // 16 per row: two rows per warp; 5 per row: groups of 8 lanes, four rows per warp; 17: a warp per row.
+  Program p16 = emit_one("amax", {{"x", {4096, 16}}}, R"({"dims": [1]})", {4096});
+  EXPECT_TRUE(has(p16.kernels[0].code, "kf_group_merge<16>(a);")) << p16.kernels[0].code;
+  EXPECT_TRUE(has(p16.kernels[0].code, "const long long o = w * 2LL + slot;"));
+  EXPECT_TRUE(has(p16.kernels[0].code, "k0_amax_r_groups<<<256, 256"));  // 2048 warp steps, 8 warps a block
+  Program p5 = emit_one("argmax", {{"x", {1000, 7, 5}}}, R"({"dim": 2})", {1000, 7}, "int64");
+  EXPECT_TRUE(has(p5.kernels[0].code, "kf_group_merge<8>(a);")) << p5.kernels[0].code;
+  EXPECT_TRUE(has(p5.kernels[0].code, "const bool live = o < 7000LL;"));
+  Program p17 = emit_one("sum", {{"x", {64, 17}}}, R"({"dims": [1]})", {64});
+  EXPECT_TRUE(has(p17.kernels[0].code, "k0_sum_r_warps<<<")) << p17.kernels[0].code;
+  EXPECT_FALSE(has(p17.kernels[0].code, "_groups<<<"));
+}
+
 TEST(CodegenReduceEmit, VarUsesShiftedDoubleSums) {
   Program p = emit_one("var", {{"x", {8, 33, 1000}}}, R"({"dims": [0, 2], "correction": 0})", {33});
   const auto& code = p.kernels[0].code;
