@@ -1,9 +1,11 @@
 // Softmax family: softmax and log_softmax along any dim. One pass computes the row's max and sum of
 // exp(x - max) online (sum in double), a second pass writes exp(x - max) / sum or x - max - log(sum).
-// Contiguous rows (dim innermost) get a warp (short rows) or a block per row, split over several
-// blocks with a partial-merge pass when rows are few and long; a dim with inner elements gets
+// Contiguous rows (dim innermost) get a group of lanes (rows of at most 16), a warp (short rows) or a block
+// per row, split over several blocks with a partial-merge pass when rows are few and long; a dim with inner
+// elements gets
 // threads over the consecutive columns (coalesced) and the dim split over the block's y threads.
 #include <algorithm>
+#include <bit>
 #include <sstream>
 
 #include "codegen/emit.h"
@@ -73,7 +75,41 @@ StatusOr<KernelSource> emit_Softmax(const EmitContext& ctx) {
   std::string args = ctx.in_ptr(0) + ", " + ctx.out_ptr();
   dev << reduce::lse_acc(A, CT) << "\n";
 
-  if (inner == 1 && L <= 1024) {
+  if (inner == 1 && L <= 16) {
+    // Rows of at most 16 (a classifier's classes, a router's experts): a group of G lanes per row (L rounded
+    // up to a power of two), 32 / G rows per warp; every lane of a warp runs each step (rows past the end
+    // compute nothing) so that the shuffles see the whole warp.
+    const int64_t G = std::bit_ceil(static_cast<uint64_t>(L));
+    const int64_t R = 32 / G;
+    const int64_t steps = ceil_div(outer, R);
+    mode = "groups of " + std::to_string(G) + " lanes per row";
+    dev << "__global__ void __launch_bounds__(256) " << K << "_groups(" << params << ") {\n"
+        << "  const int lane = threadIdx.x & " << (G - 1) << ";\n"
+        << "  const long long slot = (threadIdx.x & 31) / " << G << ";\n"
+        << "  const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;\n"
+        << "  const long long nwarps = (gridDim.x * (long long)blockDim.x) >> 5;\n"
+        << "  for (long long w = warp; w < " << ll(steps) << "; w += nwarps) {\n"
+        << "    const long long r = w * " << ll(R) << " + slot;\n"
+        << "    const int n = r < " << ll(outer) << " ? " << L << " : 0;\n"
+        << "    const " << IT << "* x = in + (n ? r : 0LL) * " << ll(L) << ";\n"
+        << "    " << OT << "* y = out + (n ? r : 0LL) * " << ll(L) << ";\n"
+        << "    " << A << " a;\n"
+        << "    a.m = -INFINITY;\n"
+        << "    a.s = 0.0;\n"
+        << "    for (int j = lane; j < n; j += " << G << ") a.add(" << load << "x[j]);\n"
+        << "    kf_group_merge<" << G << ">(a);\n"
+        << "    a.m = __shfl_sync(0xffffffffu, a.m, 0, " << G << ");\n"
+        << "    a.s = __shfl_sync(0xffffffffu, a.s, 0, " << G << ");\n"
+        << "    {\n"
+        << consts << "      for (int j = lane; j < n; j += " << G
+        << ") y[j] = " << to_out(out.dtype, value(load + "x[j]")) << ";\n"
+        << "    }\n"
+        << "  }\n"
+        << "}\n";
+    host << "  " << K << "_groups<<<" << std::min<int64_t>(ceil_div(steps, 8), 4224) << ", 256, 0, ctx->stream>>>("
+         << args << ");\n"
+         << "  KF_LAUNCHED();\n";
+  } else if (inner == 1 && L <= 1024) {
     mode = "warp per row";
     dev << "__global__ void __launch_bounds__(256) " << K << "_warp(" << params << ") {\n"
         << "  const int lane = threadIdx.x & 31;\n"

@@ -118,6 +118,11 @@ CASES = {
         "        torch.logsumexp(y, dim=-1))",
         "[torch.randn(96, 4104), torch.randn(777, 3, 5), torch.randint(-1000, 1000, (1001, 3))]",
         "kf_group_merge<16>"),
+    "softmax_short_rows_lane_groups": case(  # rows of at most 16: a classifier's classes, a router's experts
+        "return torch.log_softmax(x, dim=-1), torch.softmax(y, dim=-1), torch.softmax(z * 0.1, dim=1)",
+        "[torch.randn(1001, 10), torch.randn(64, 33, 3), torch.randn(513, 16)]", "kf_group_merge<16>",
+        special="[torch.randn(1001, 10).index_fill_(0, torch.tensor([0, 500]), float('-inf')), "
+                "torch.randn(64, 33, 3).index_fill_(1, torch.tensor([7]), float('nan')), torch.randn(513, 16) * 1000]"),
     "scatter_add_histogram": case(  # tests/unseen/03
         "w = torch.exp(x * 0.5)\nhist = torch.zeros(x.shape[0], 2048, dtype=x.dtype, device=x.device).scatter_add(1, y, w)\n"
         "return hist * 2048 / hist.sum(dim=1, keepdim=True)", "[torch.randn(16, 16384), torch.randint(0, 2048, (16, 16384))]",

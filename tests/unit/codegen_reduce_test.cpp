@@ -274,6 +274,11 @@ TEST(CodegenReduceSoftmax, StrategiesByShape) {
     return emit_one(op, {{"x", s}}, "{\"dim\": " + std::to_string(dim) + "}", s).kernels[0];
   };
   EXPECT_TRUE(has(code({64, 1000}, 1).code, "warp per row"));
+  EXPECT_TRUE(has(code({64, 17}, 1).code, "warp per row"));
+  auto classes = code({1000, 10}, 1, "log_softmax");  // ten classes: groups of 16 lanes, two rows per warp
+  EXPECT_TRUE(has(classes.code, "groups of 16 lanes per row")) << classes.code;
+  EXPECT_TRUE(has(classes.code, "a.m = __shfl_sync(0xffffffffu, a.m, 0, 16);"));
+  EXPECT_TRUE(has(classes.code, "k0_log_softmax_groups<<<63, 256"));  // 500 warp steps, 8 warps a block
   auto big = code({4096, 393216}, 1, "log_softmax");
   EXPECT_TRUE(has(big.code, "block per row"));
   EXPECT_TRUE(has(big.code, "k0_log_softmax_rows<true>"));
