@@ -33,16 +33,33 @@ StatusOr<KernelSource> emit_embedding_bag(const EmitContext& ctx) {
     const int64_t L = index.shape[1];
     body << "    const int64_t start = bag * " << L << "LL, end = start + " << L << "LL;\n";
   }
+  // Eight rows' loads in flight at once (each thread's bag is a chain of dependent loads otherwise), combined
+  // in the bag's order: the same additions in the same order as one row at a time.
+  auto combine = [&](const std::string& v, const std::string& at) {
+    return mode == "max" ? "if (" + at + " == start || " + v + " > a) a = " + v + ";" : "a += " + v + ";";
+  };
+  const std::string check = "__trap();  // torch raises on an out-of-range index";
   body << "    " << acc << " a = 0;\n"
-       << "    for (int64_t p = start; p < end; ++p) {\n"
+       << "    int64_t p = start;\n"
+       << "    for (; p + 8 <= end; p += 8) {\n"
+       << "      int64_t k[8];\n"
+       << "      " << acc << " v[8];\n"
+       << "#pragma unroll\n"
+       << "      for (int u = 0; u < 8; ++u) {\n"
+       << "        k[u] = (int64_t)in1[p + u];\n"
+       << "        if (k[u] < 0 || k[u] >= " << V << "LL) " << check << "\n"
+       << "      }\n"
+       << "#pragma unroll\n"
+       << "      for (int u = 0; u < 8; ++u) v[u] = (" << acc << ")" << load << "in0[k[u] * " << D << "LL + f];\n"
+       << "#pragma unroll\n"
+       << "      for (int u = 0; u < 8; ++u) { " << combine("v[u]", "p + u") << " }\n"
+       << "    }\n"
+       << "    for (; p < end; ++p) {\n"
        << "      const int64_t k = (int64_t)in1[p];\n"
-       << "      if (k < 0 || k >= " << V << "LL) __trap();  // torch raises on an out-of-range index\n"
-       << "      const " << acc << " v = (" << acc << ")" << load << "in0[k * " << D << "LL + f];\n";
-  if (mode == "max")
-    body << "      if (p == start || v > a) a = v;\n";
-  else
-    body << "      a += v;\n";
-  body << "    }\n";
+       << "      if (k < 0 || k >= " << V << "LL) " << check << "\n"
+       << "      const " << acc << " v = (" << acc << ")" << load << "in0[k * " << D << "LL + f];\n"
+       << "      " << combine("v", "p") << "\n"
+       << "    }\n";
   if (mode == "mean") body << "    if (end > start) a = a / (" << acc << ")(end - start);\n";
   body << "    out[i] = " << layout::convert("a", t == ir::DType::kFloat64 ? t : ir::DType::kFloat32, t) << ";\n";
   return layout::gather_kernel(ctx, ix, body.str(),

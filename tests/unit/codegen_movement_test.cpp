@@ -119,6 +119,10 @@ TEST(CodegenMovement, OneHotBagsAndFold) {
   std::string m = code_of("embedding_bag", {{"w", {30, 8}}, {"i", {6, 5}, "int32"}}, R"({"mode": "max"})");
   EXPECT_TRUE(has(m, "const int64_t start = bag * 5LL, end = start + 5LL;")) << m;
   EXPECT_TRUE(has(m, "if (p == start || v > a) a = v;")) << m;
+  // Eight rows loaded at once, combined in the bag's order (max keeps the first of equals).
+  EXPECT_TRUE(has(m, "for (; p + 8 <= end; p += 8) {")) << m;
+  EXPECT_TRUE(has(m, "for (int u = 0; u < 8; ++u) { if (p + u == start || v[u] > a) a = v[u]; }")) << m;
+  EXPECT_TRUE(has(b, "for (int u = 0; u < 8; ++u) { a += v[u]; }")) << b;
   std::string f = code_of(
       "fold", {{"x", {2, 27, 64}}},
       R"({"output_size": [8, 8], "kernel_size": [3, 3], "dilation": [1, 1], "padding": [1, 1], "stride": [1, 1]})");
