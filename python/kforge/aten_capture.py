@@ -241,9 +241,23 @@ def _poison(tracer, tensors, msg):
 
 # ---------------------------------------------------------------- the table: elementwise
 
-_UNARY = "relu sigmoid tanh exp log abs neg sqrt rsqrt reciprocal erf sign silu mish hardsigmoid hardswish"
+_UNARY = ("relu sigmoid tanh exp log abs neg sqrt rsqrt reciprocal erf sign silu mish hardsigmoid hardswish "
+          "sin cos tan asin acos atan sinh cosh asinh acosh atanh log1p expm1 log2 log10 exp2 erfc erfinv lgamma "
+          "floor ceil trunc frac isnan isinf isposinf isneginf")
 for _op in _UNARY.split():
     aten_rule(_op)(lambda a, _op=_op: Emit(_op, [a.self], {}))
+
+
+@aten_rule("round")
+def round_(a):
+    if getattr(a, "decimals", 0):
+        raise Unsupported(f"decimals={a.decimals}")
+    return Emit("round", [a.self], {})
+
+
+@aten_rule("atan2 arctan2 hypot")
+def atan2_hypot(a):
+    return binary("hypot" if a.aten_name == "hypot" else "atan2", a.self, a.other)
 
 
 @aten_rule("gelu")

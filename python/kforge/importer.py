@@ -553,7 +553,10 @@ class Tracer:
         try:
             plan = rule.norm(a)
         except Unsupported as e:
-            raise UserError(f"{self.where()}: unsupported use of {shown}: {e}")
+            unsupported = f"{self.where()}: unsupported use of {shown}: {e}"
+            if rule.run is None and not self.mutates(func) and not inspect.isfunction(func):
+                return self.capture_instead(func, shown, args, kwargs, a.out, unsupported)
+            raise UserError(unsupported)
         except UserError:
             raise
         except Exception as e:
@@ -565,6 +568,17 @@ class Tracer:
             self.record_view(a)
         self.twin_call(func, args, kwargs, a.out)
         return a.out
+
+    def capture_instead(self, func, shown, args, kwargs, out, unsupported):
+        """A call whose rule refuses these arguments (torch.baddbmm with beta=0.5) is captured as an ATen graph
+        instead, as a callable without a rule is; when that fails too, both reasons are said."""
+        from . import aten_capture
+        try:
+            out = aten_capture.capture(self, func, shown, args, kwargs, out)
+        except aten_capture.CaptureFailed as e:
+            raise UserError(f"{unsupported}; captured through ATen instead: {e}") from None
+        self.twin_call(func, args, kwargs, out)
+        return out
 
     def compute(self, func, rule, a, args, kwargs, shown):
         """Run the real callable on meta tensors (or the rule's own runner / meta fallback)."""

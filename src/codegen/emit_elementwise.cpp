@@ -191,7 +191,7 @@ StatusOr<std::string> node_statements(const ir::Graph& g, const ir::Node& node, 
     }
     case ir::OpFamily::kLogical: {
       // In the promoted type of the operands; the rules test against zero, so NaN is true as in torch.
-      const bool unary = node.op == ir::OpId::kLogicalNot;
+      const bool unary = node.inputs.size() == 1;  // logical_not, isnan, isinf, ...
       ir::DType math = g.type(node.inputs[0]).dtype;
       if (!unary) math = ir::promote(math, g.type(node.inputs[1]).dtype);
       T = compute_type(math);

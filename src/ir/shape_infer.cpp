@@ -40,6 +40,10 @@ bool keeps_integer_dtype(OpId op) {
     case OpId::kHardTanh:
     case OpId::kIdentity:
     case OpId::kBitwiseNot:
+    case OpId::kFloor:
+    case OpId::kCeil:
+    case OpId::kRound:
+    case OpId::kTrunc:
     case OpId::kDropout: return true;
     default: return false;
   }
@@ -77,7 +81,8 @@ StatusOr<TensorType> infer_Binary(const InferArgs& x) {
     out.shape = x.in(0).shape;
     out.dtype = scalar_promote(x.in(0).dtype, x.a().get("scalar"));
   }
-  if (x.node.op == OpId::kDiv && is_integral(out.dtype)) out.dtype = DType::kFloat32;
+  const bool to_float = x.node.op == OpId::kDiv || x.node.op == OpId::kAtan2 || x.node.op == OpId::kHypot;
+  if (to_float && is_integral(out.dtype)) out.dtype = DType::kFloat32;
   return out;
 }
 
@@ -504,7 +509,7 @@ StatusOr<TensorType> infer_Full(const InferArgs& x) {
 }
 
 StatusOr<TensorType> infer_Logical(const InferArgs& x) {
-  if (x.node.op == OpId::kLogicalNot) return TensorType{x.in(0).shape, DType::kBool};
+  if (x.node.inputs.size() == 1) return TensorType{x.in(0).shape, DType::kBool};  // not, isnan, ...
   KF_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(x.in(0).shape, x.in(1).shape));
   return TensorType{s, DType::kBool};
 }

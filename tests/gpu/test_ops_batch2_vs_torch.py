@@ -123,6 +123,19 @@ CASES = {
         "[torch.randn(1001, 10), torch.randn(64, 33, 3), torch.randn(513, 16)]", "kf_group_merge<16>",
         special="[torch.randn(1001, 10).index_fill_(0, torch.tensor([0, 500]), float('-inf')), "
                 "torch.randn(64, 33, 3).index_fill_(1, torch.tensor([7]), float('nan')), torch.randn(513, 16) * 1000]"),
+    "math_unary_binary_classify": case(  # sin ... lgamma, the roundings, atan2, hypot, isnan/isinf/isposinf/isneginf
+        "s = torch.tanh(x) * 0.9\n"
+        "a = torch.sin(x) + torch.cos(x) * torch.tan(s) + torch.asin(s) + torch.acos(s) + torch.atan(x) + torch.sinh(s)\n"
+        "b = torch.cosh(s) + torch.asinh(x) + torch.acosh(x.abs() + 1) + torch.atanh(s) + torch.log1p(x.abs())\n"
+        "c = torch.expm1(s) + torch.log2(x.abs() + 1) + torch.log10(x.abs() + 1) + torch.exp2(s) + torch.erfc(x)\n"
+        "d = torch.erfinv(s) + torch.lgamma(x.abs() + 0.5) + torch.frac(x * 3)\n"
+        "r = torch.floor(x * 3) + torch.ceil(x * 3) * 2 + torch.round(x * 3) * 4 + torch.trunc(x * 3) * 8\n"
+        "l = torch.log(x)\n"
+        "return (a + b + c + d, r, torch.round(y), torch.sin(y), torch.atan2(x, z) + torch.hypot(x, z),\n"
+        "        torch.isnan(l), torch.isinf(l), torch.isposinf(x * 1e38 * 1e38), torch.isneginf(l), torch.nan_to_num(l))",
+        "[torch.randn(64, 257), torch.randint(-100, 100, (64, 257)), torch.randn(64, 257)]", "erfinvf",
+        special="[torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 0.0, -0.0] * 2351)[:16448].reshape(64, 257), "
+                "torch.randint(-100, 100, (64, 257)), torch.zeros(64, 257)]"),
     "scatter_add_histogram": case(  # tests/unseen/03
         "w = torch.exp(x * 0.5)\nhist = torch.zeros(x.shape[0], 2048, dtype=x.dtype, device=x.device).scatter_add(1, y, w)\n"
         "return hist * 2048 / hist.sum(dim=1, keepdim=True)", "[torch.randn(16, 16384), torch.randint(0, 2048, (16, 16384))]",

@@ -36,6 +36,19 @@ CASES = [
     ("clamp_pow_cast", ["clamp", "pow_scalar", "cast"],
      "x = torch.clamp(x, min=0.1); x = torch.clamp(x, 0.2, 0.9); x = x ** 3; x = x.double()\n"
      "return torch.nn.functional.dropout(x, p=0.0, training=True) * 1.0", [(N, L)], ""),
+    ("math", ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log1p", "expm1",
+              "log2", "log10", "exp2", "erfc", "erfinv", "lgamma", "floor", "ceil", "round", "trunc", "frac"],
+     "s = torch.tanh(x) * 0.9\n"
+     "a = torch.sin(x) + torch.cos(x) + torch.tan(s) + torch.asin(s) + torch.acos(s) + torch.atan(x) + torch.sinh(s)\n"
+     "b = torch.cosh(s) + torch.asinh(x) + torch.acosh(x.abs() + 1) + torch.atanh(s) + torch.log1p(x.abs()) + torch.expm1(s)\n"
+     "c = torch.log2(x.abs() + 1) + torch.log10(x.abs() + 1) + torch.exp2(s) + torch.erfc(x) + torch.erfinv(s)\n"
+     "i = (x * 4).int()\n"
+     "d = torch.lgamma(x.abs() + 1) + torch.floor(x) + torch.ceil(x) + torch.round(x) + torch.trunc(x) + torch.frac(x)\n"
+     "return a + b + c + d, torch.floor(i), torch.round(i), torch.sin(i)", [(N, L)], ""),
+    ("math_binary_classify", ["atan2", "hypot", "isnan", "isinf", "isposinf", "isneginf"],
+     "y = torch.log(x)\n"
+     "return (torch.atan2(x, x + 1) + torch.hypot(x, x * 2), torch.isnan(y), torch.isinf(y),\n"
+     "        torch.isposinf(y), torch.isneginf(y) | torch.isfinite(y), torch.isinf((x * 4).long()))", [(N, L)], ""),
     ("identity", ["identity"], "return x", [(N, L)], ""),
     ("dropout", ["dropout"], "return F.dropout(x, p=0.3, training=True)", [(N, L)], ""),
     ("compare", ["eq", "ne", "lt", "le", "gt", "ge", "where"],
