@@ -19,6 +19,13 @@ import os
 import sys
 
 import torch  # noqa: F401  (the point of the server: imported once, inherited by every child)
+# What torch imports lazily on a trace's first meta kernel (torch._disable_dynamo pulls in dynamo) and on the
+# first ATen capture (refs, prims, decompositions): about 1 s on a fast machine that every child paid again.
+# Importing them starts no thread, so the server still forks with none.
+import torch._decomp  # noqa: F401
+import torch._dynamo  # noqa: F401
+import torch._prims  # noqa: F401
+import torch._refs  # noqa: F401
 
 from . import importer
 

@@ -146,6 +146,11 @@ OPS = {
     "gt": _binary(torch.gt), "ge": _binary(torch.ge),
     "where": lambda i, a: torch.where(i[0], i[1], i[2]),
     "logical_not": lambda i, a: torch.logical_not(i[0]),
+    "atan2": _binary(lambda x, y: torch.atan2(torch.as_tensor(x), torch.as_tensor(y))),
+    "hypot": _binary(lambda x, y: torch.hypot(torch.as_tensor(x), torch.as_tensor(y))),
+    **{op: (lambda fn: lambda i, a: fn(i[0]))(getattr(torch, op)) for op in (
+        "sin cos tan asin acos atan sinh cosh asinh acosh atanh log1p expm1 log2 log10 exp2 erfc erfinv lgamma floor "
+        "ceil round trunc frac isnan isinf isposinf isneginf").split()},
     "logical_and": lambda i, a: torch.logical_and(i[0], i[1]),
     "logical_or": lambda i, a: torch.logical_or(i[0], i[1]),
     "sum": _reduce(torch.sum), "mean": _reduce(torch.mean), "amax": _reduce(torch.amax),

@@ -661,3 +661,53 @@ def test_inplace_functional_rebinding_graph(tmp_path):
         return y
     """))
     assert [n["op"] for n in g["nodes"]] == ["linear", "add", "relu"]
+
+
+def test_torch_math_ops_import_and_match_the_model(tmp_path):
+    """torch's math beyond the activations (trig, hyperbolic, log1p, erfinv, lgamma, the roundings of float and
+    int tensors, atan2, hypot, nan_to_num's isnan/isinf) imports as ops whose graph matches the model."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, i):
+                s = torch.tanh(x) * 0.9
+                a = torch.sin(x) + torch.cos(x) * torch.tan(s) + torch.asin(s) + torch.acos(s) + torch.atan(x)
+                b = torch.sinh(s) + torch.cosh(s) + torch.asinh(x) + torch.acosh(x.abs() + 1) + torch.atanh(s)
+                c = torch.log1p(x.abs()) + torch.expm1(s) + torch.log2(x.abs() + 1) + torch.log10(x.abs() + 1)
+                d = torch.exp2(s) + torch.erfc(x) + torch.erfinv(s) + torch.lgamma(x.abs() + 0.5) + torch.frac(x * 3)
+                r = torch.floor(x * 3) + torch.ceil(x * 3) + torch.round(x * 3) + torch.trunc(x * 3)
+                l = torch.log(x)
+                return (a + b + c + d + r, torch.round(i), torch.floor(i), torch.atan2(x, s) + torch.hypot(x, s),
+                        torch.nan_to_num(l, nan=0.0, neginf=-5.0), torch.isposinf(x * 1e38 * 1e38))
+
+        def get_inputs():
+            return [torch.randn(8, 33), torch.randint(-50, 50, (8, 33))]
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"sin", "erfinv", "lgamma", "round", "atan2", "hypot", "isnan", "isposinf"} <= ops_of(g)
+    # The roundings keep an integer tensor's dtype (torch.round of int64 is int64), the others give float32.
+    dtypes = {(n["op"], (n["inputs"] or [None])[0]): n["dtype"] for n in g["nodes"]}
+    assert dtypes[("round", "i")] == "int64" and dtypes[("floor", "i")] == "int64"
+
+
+def test_a_refused_call_form_is_captured_through_aten(tmp_path):
+    """torch.baddbmm's rule takes beta = alpha = 1 only; other factors go through its ATen decomposition."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, y):
+                return torch.baddbmm(x, y, y.transpose(1, 2), beta=0.5, alpha=0.125)
+
+        def get_inputs():
+            return [torch.randn(4, 6, 6), torch.randn(4, 6, 5)]
+
+        def get_init_inputs():
+            return []
+    """)
+    assert "matmul" in ops_of(g) and "mul" in ops_of(g)
