@@ -525,6 +525,64 @@ def var(a):
                                   "keepdim": bool(getattr(a, "keepdim", False)), "correction": _correction(a)})
 
 
+@aten_rule("var_mean std_mean")
+def var_mean(a):
+    """(var or std, mean) over the same dims: the two reductions kforge has."""
+    attrs = {"dims": dims(getattr(a, "dim", None), a.self.dim()), "keepdim": bool(getattr(a, "keepdim", False))}
+    spread, mean = a.out
+    steps = [Emit("mean", [a.self], attrs, mean)]
+    if a.aten_name == "var_mean":
+        return steps + [Emit("var", [a.self], dict(attrs, correction=_correction(a)), spread)]
+    v = a.meta(torch.empty, shape(spread), dtype=spread.dtype, device="meta")
+    return steps + [Emit("var", [a.self], dict(attrs, correction=_correction(a)), v), Emit("sqrt", [v], {}, spread)]
+
+
+@aten_rule("aminmax")
+def aminmax(a):
+    d = getattr(a, "dim", None)
+    attrs = {"dims": [] if d is None else [dim(d, a.self.dim())], "keepdim": bool(getattr(a, "keepdim", False))}
+    lo, hi = a.out
+    return [Emit("amin", [a.self], attrs, lo), Emit("amax", [a.self], attrs, hi)]
+
+
+@aten_rule("median kthvalue")
+def order_statistic(a):
+    """The k-th smallest along a dim (median: the lower middle, (n - 1) // 2, as torch's) from a stable sort:
+    values and indices select position k - 1 of the sorted values and of the argsort."""
+    if not hasattr(a, "dim"):  # torch.median(x): the lower middle of every element
+        b = _Steps(a)
+        flat = b("reshape", [a.self], {"shape": [-1]}, torch.reshape, a.self, [-1])
+        n = flat.shape[0]
+        srt = b("sort", [flat], {"dim": 0, "descending": False}, lambda t: torch.sort(t, 0).values, flat)
+        b("select", [srt], {"dim": 0, "index": (n - 1) // 2}, torch.select, srt, 0, (n - 1) // 2)
+        return b.done(a.out)
+    d = dim(a.dim, a.self.dim())
+    n = int(a.self.shape[d]) if a.self.dim() else 1
+    k = (n - 1) // 2 if a.aten_name == "median" else int(a.k) - 1
+    if not 0 <= k < n:
+        raise Unsupported(f"k={k + 1} out of range for a dim of {n}")
+    values, indices = a.out
+    attrs = {"dim": d, "descending": False}
+    sv = a.meta(lambda t: torch.sort(t, dim=d, stable=True).values, a.self)
+    si = a.meta(lambda t: torch.sort(t, dim=d, stable=True).indices, a.self)
+    steps = [Emit("sort", [a.self], attrs, sv), Emit("argsort", [a.self], attrs, si)]
+    for src, out in ((sv, values), (si, indices)):
+        picked = a.meta(torch.select, src, d, k)
+        if getattr(a, "keepdim", False):
+            steps += [Emit("select", [src], {"dim": d, "index": k}, picked),
+                      Emit("reshape", [picked], {"shape": shape(out)}, out)]
+        else:
+            steps.append(Emit("select", [src], {"dim": d, "index": k}, out))
+    return steps
+
+
+@aten_rule("rrelu_with_noise")
+def rrelu(a):
+    if getattr(a, "training", False):
+        raise Unsupported("training=True draws a random slope per element")
+    return Emit("leaky_relu", [a.self], {"negative_slope": (float(a.lower) + float(a.upper)) / 2})
+
+
 @aten_rule("std")
 def std(a):
     attrs = {"dims": dims(getattr(a, "dim", None), a.self.dim()), "keepdim": bool(getattr(a, "keepdim", False)),

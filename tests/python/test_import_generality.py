@@ -711,3 +711,30 @@ def test_a_refused_call_form_is_captured_through_aten(tmp_path):
             return []
     """)
     assert "matmul" in ops_of(g) and "mul" in ops_of(g)
+
+
+def test_statistics_pairs_and_order_statistics_import_and_match_the_model(tmp_path):
+    """var_mean / std_mean (two reductions), aminmax, median and kthvalue (a stable sort and a select), rrelu in
+    eval mode (leaky_relu with the mean slope)."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Model(nn.Module):
+            def forward(self, x):
+                s, m = torch.std_mean(x, dim=1)
+                v, m2 = torch.var_mean(x, dim=(0, 1), keepdim=True)
+                lo, hi = torch.aminmax(x, dim=1)
+                md = torch.median(x, dim=1)
+                kv = torch.kthvalue(x, 3, dim=0, keepdim=True)
+                return (s + m + lo + hi + md.values, md.indices, v + m2, kv.values, kv.indices, torch.median(x),
+                        F.rrelu(x, training=False))
+
+        def get_inputs():
+            return [torch.randn(16, 33)]
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"var", "mean", "amin", "amax", "sort", "argsort", "select", "leaky_relu"} <= ops_of(g)
