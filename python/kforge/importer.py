@@ -940,13 +940,19 @@ def measure_derived_moments(module, graph_inputs):
     tensors = [x for x in real if isinstance(x, torch.Tensor)]  # graph_inputs: one per tensor, in order
     by_name = {g["name"]: x for g, x in zip(graph_inputs, tensors)}
     for g in unknown:
-        x = by_name.get(g["name"])
-        if x is None or list(x.shape) != g["shape"] or not x.dtype.is_floating_point or x.device.type != "cpu":
-            continue
-        x = x.detach().double()
-        if x.numel() == 0 or not bool(torch.isfinite(x).all()):
-            continue
-        g["dist"] = dict(g["dist"], moments={"mean": float(f"{x.mean().item():.6g}"), "std": float(f"{x.std(unbiased=False).item():.6g}")})
+        m = moments_of(by_name.get(g["name"]), g["shape"])
+        if m is not None:
+            g["dist"] = dict(g["dist"], moments=m)
+
+
+def moments_of(x, shape):
+    """{"mean", "std"} of a real CPU float tensor of `shape` with finite values (6 significant digits), else None."""
+    if x is None or list(x.shape) != shape or not x.dtype.is_floating_point or x.device.type != "cpu":
+        return None
+    x = x.detach().double()
+    if x.numel() == 0 or not bool(torch.isfinite(x).all()):
+        return None
+    return {"mean": float(f"{x.mean().item():.6g}"), "std": float(f"{x.std(unbiased=False).item():.6g}")}
 
 
 _PARAM_MOMENTS_LIMIT = 1 << 28  # parameter and buffer elements in all: larger models keep the default estimate
@@ -973,13 +979,9 @@ def measure_param_moments(module, init_args, params):
     except Exception:
         return  # the moments are a refinement: without them the estimate keeps torch's default init
     for p in floating:
-        x = values.get(p["path"])
-        if x is None or list(x.shape) != p["shape"] or not x.dtype.is_floating_point or x.device.type != "cpu":
-            continue
-        x = x.detach().double()
-        if x.numel() == 0 or not bool(torch.isfinite(x).all()):
-            continue
-        p["moments"] = {"mean": float(f"{x.mean().item():.6g}"), "std": float(f"{x.std(unbiased=False).item():.6g}")}
+        m = moments_of(values.get(p["path"]), p["shape"])
+        if m is not None:
+            p["moments"] = m
 
 
 def bind_inputs(tracer, model, inputs):
