@@ -2,8 +2,7 @@
 // exp(x - max) online (sum in double), a second pass writes exp(x - max) / sum or x - max - log(sum).
 // Contiguous rows (dim innermost) get a group of lanes (rows of at most 16), a warp (short rows) or a block
 // per row, split over several blocks with a partial-merge pass when rows are few and long; a dim with inner
-// elements gets
-// threads over the consecutive columns (coalesced) and the dim split over the block's y threads.
+// elements gets threads over the consecutive columns (coalesced) and the dim split over the block's y threads.
 #include <algorithm>
 #include <bit>
 #include <sstream>
