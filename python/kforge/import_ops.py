@@ -1605,9 +1605,42 @@ rule("Tensor.new_full", "input, size, fill_value, **kwargs", "full")(_full(None)
 @rule("torch.tensor torch.as_tensor torch.scalar_tensor Tensor.new_tensor", "*args, **kwargs", "full")
 def tensor(a):
     data = a.args[-1] if a.fname == "Tensor.new_tensor" else (a.args[0] if a.args else a.kwargs.get("data"))
-    if not is_num(data):
-        raise Unsupported("torch.tensor with non-scalar data inside forward")
-    return Emit("full", [], {"shape": [], "value": finite(data, "value"), "dtype": a.out.dtype})
+    if is_num(data):
+        return Emit("full", [], {"shape": [], "value": finite(data, "value"), "dtype": a.out.dtype})
+    values = _flat_numbers(data)
+    if values is None:
+        raise Unsupported("torch.tensor inside forward from data other than (nested lists of) Python numbers")
+    if len(values) > _SMALL_CONSTANT:
+        raise Unsupported(f"torch.tensor of {len(values)} numbers inside forward (at most {_SMALL_CONSTANT}): "
+                          f"make it once in __init__ with self.register_buffer(...)")
+    if not values or a.out.numel() != len(values):
+        raise Unsupported("torch.tensor of an empty or ragged list inside forward")
+    # No op holds tensor data: a `full` of each number, concatenated and reshaped (mean/std lists, class weights).
+    steps, parts = [], []
+    for v in values:
+        one = a.meta(torch.empty, [1], dtype=a.out.dtype, device="meta")
+        steps.append(Emit("full", [], {"shape": [1], "value": finite(v, "value"), "dtype": a.out.dtype}, one))
+        parts.append(one)
+    row = a.meta(torch.empty, [len(values)], dtype=a.out.dtype, device="meta")
+    return steps + [Emit("cat", parts, {"dim": 0}, row), Emit("reshape", [row], {"shape": shape(a.out)})]
+
+
+_SMALL_CONSTANT = 32  # numbers: a constant list made in forward is built from fills up to this size
+
+
+def _flat_numbers(data):
+    """The numbers of nested lists / tuples in row-major order, or None when anything else is in them."""
+    if is_num(data) or isinstance(data, bool):
+        return [data]
+    if not isinstance(data, (list, tuple)):
+        return None
+    out = []
+    for d in data:
+        sub = _flat_numbers(d)
+        if sub is None:
+            return None
+        out += sub
+    return out
 
 
 # the factories that must be forced onto the meta device (in every phase)

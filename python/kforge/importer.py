@@ -577,6 +577,10 @@ class Tracer:
             out = aten_capture.capture(self, func, shown, args, kwargs, out)
         except aten_capture.CaptureFailed as e:
             raise UserError(f"{unsupported}; captured through ATen instead: {e}") from None
+        for t in tensors_in(out):  # a result the capture could not express either: both reasons at its use
+            bad = self.poisoned.get(id(t))
+            if bad is not None and bad[0] is t:
+                self.poison(t, f"{unsupported}; captured through ATen instead: {bad[1]}")
         self.twin_call(func, args, kwargs, out)
         return out
 

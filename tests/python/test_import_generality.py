@@ -604,25 +604,25 @@ def test_random_draw_in_forward(tmp_path):
 def test_unknown_aten_op_names_op_and_line(tmp_path):
     path = forward_problem(tmp_path, """
         y = torch.relu(x)
-        return torch.log1p(y)
+        return torch.digamma(y)
     """)
-    expect_error(path, r"^.*problem\.py:13: torch\.log1p decomposes to aten\.log1p, which kforge has no op for$")
+    expect_error(path, r"^.*problem\.py:13: torch\.digamma decomposes to aten\.digamma, which kforge has no op for$")
     r = subprocess.run([sys.executable, "-m", "kforge.importer", path], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), KFORGE_OPS_DEF=OPS_DEF))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert re.match(r"kforge import: error: .*problem\.py:13: torch\.log1p decomposes to aten\.log1p", r.stderr)
+    assert re.match(r"kforge import: error: .*problem\.py:13: torch\.digamma decomposes to aten\.digamma", r.stderr)
 
 
 def test_unknown_aten_op_inside_a_composite(tmp_path):
     path = forward_problem(tmp_path, """
-        return torch.log1p(x) + 1
+        return torch.digamma(x) + 1
     """)
-    expect_error(path, r"problem\.py:12: torch\.log1p decomposes to aten\.log1p, which kforge has no op for")
+    expect_error(path, r"problem\.py:12: torch\.digamma decomposes to aten\.digamma, which kforge has no op for")
 
 
 def test_unused_unsupported_results_are_fine(tmp_path):
     path = forward_problem(tmp_path, """
-        torch.log1p(x)
+        torch.digamma(x)
         n = torch.arange(4)
         return self.lin(x)
     """)
@@ -738,3 +738,41 @@ def test_statistics_pairs_and_order_statistics_import_and_match_the_model(tmp_pa
             return []
     """)
     assert {"var", "mean", "amin", "amax", "sort", "argsort", "select", "leaky_relu"} <= ops_of(g)
+
+
+def test_small_constant_lists_made_in_forward_import_and_match_the_model(tmp_path):
+    """torch.tensor([...]) of up to 32 numbers inside forward (normalisation constants, class weights) becomes a
+    `full` per number, concatenated and reshaped; a longer one asks for a buffer."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                mean = torch.tensor([0.485, 0.456, 0.406], device=x.device).view(1, 3, 1, 1)
+                std = torch.tensor([[0.229], [0.224], [0.225]], device=x.device).view(1, 3, 1, 1)
+                w = torch.tensor([1, -2, 3], device=x.device)
+                return (x - mean) / std * w.view(1, 3, 1, 1), x.new_tensor([[1.0, 2.0], [3.0, 4.0]]).sum()
+
+        def get_inputs():
+            return [torch.rand(2, 3, 8, 8)]
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"full", "cat", "reshape"} <= ops_of(g)
+    path = problem(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return x * torch.tensor(list(range(40)), device=x.device)
+
+        def get_inputs():
+            return [torch.rand(2, 40)]
+
+        def get_init_inputs():
+            return []
+    """, "long_constant.py")
+    expect_error(path, r"torch.tensor of 40 numbers inside forward \(at most 32\).*register_buffer")

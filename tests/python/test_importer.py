@@ -576,9 +576,9 @@ def test_error_syntax(tmp_path):
 
 @pytest.mark.parametrize("forward,name,aten,line", [
     ("y = torch.fft.fft(x)\nreturn y.real", "torch.fft.fft", "_fft_r2c", 1),
-    ("y = torch.log1p(x)\nreturn y", "torch.log1p", "log1p", 1),
-    ("y = torch.lgamma(x)\nreturn y", "torch.lgamma", "lgamma", 1),
-], ids=["fft", "log1p", "lgamma"])
+    ("y = torch.digamma(x)\nreturn y", "torch.digamma", "digamma", 1),
+    ("y = torch.logcumsumexp(x, 1)\nreturn y", "torch.logcumsumexp", "logcumsumexp", 1),
+], ids=["fft", "digamma", "logcumsumexp"])
 def test_error_unsupported_op(tmp_path, forward, name, aten, line):
     """A C++ callable without a rule is captured as ATen ops; one kforge lacks is named with the user's line."""
     path = write_problem(tmp_path, forward)
@@ -640,9 +640,9 @@ def test_cli_user_error_exit_code(tmp_path):
     assert r.returncode == 2
     assert r.stderr.startswith("kforge import: error: cannot read problem file")
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
-    r = cli(write_problem(tmp_path, "return torch.log1p(x)"))
+    r = cli(write_problem(tmp_path, "return torch.digamma(x)"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert re.match(r"kforge import: error: .*problem\.py:\d+: torch\.log1p decomposes to aten\.log1p", r.stderr)
+    assert re.match(r"kforge import: error: .*problem\.py:\d+: torch\.digamma decomposes to aten\.digamma", r.stderr)
 
 
 def test_non_finite_constant(tmp_path):
