@@ -285,11 +285,13 @@ std::string summary_table(const std::vector<BenchRecord>& records) {
 }
 
 std::string build_time_line(const std::vector<BenchRecord>& records) {
-  std::vector<double> builds, colds;
+  std::vector<double> builds, colds, imports;
   int paired = 0, within = 0;
   for (const auto& r : records) {
     if (!r.built || r.build_seconds <= 0) continue;
     builds.push_back(r.build_seconds);
+    if (r.build_stages.contains("import") && r.build_stages["import"].is_number())
+      imports.push_back(r.build_stages["import"].get<double>());
     if (!r.compile_cold_seconds) continue;
     colds.push_back(*r.compile_cold_seconds);
     ++paired;
@@ -303,6 +305,7 @@ std::string build_time_line(const std::vector<BenchRecord>& records) {
     return std::string(text);
   };
   std::string line = "build (import, plan, nvcc): " + median_max(builds);
+  if (!imports.empty()) line += " (the import: " + median_max(imports) + ")";
   if (!colds.empty()) {
     line += "; torch.compile cold first call: " + median_max(colds) + "; build <= compile's cold call on " +
             std::to_string(within) + "/" + std::to_string(paired);
