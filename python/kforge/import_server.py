@@ -21,11 +21,13 @@ import sys
 import torch  # noqa: F401  (the point of the server: imported once, inherited by every child)
 # What torch imports lazily on a trace's first meta kernel (torch._disable_dynamo pulls in dynamo) and on the
 # first ATen capture (refs, prims, decompositions): about 1 s on a fast machine that every child paid again.
-# Importing them starts no thread, so the server still forks with none.
-import torch._decomp  # noqa: F401
-import torch._dynamo  # noqa: F401
-import torch._prims  # noqa: F401
-import torch._refs  # noqa: F401
+# Importing them starts no thread, so the server still forks with none. A torch without one of them (an old
+# release) is served all the same: the preload only saves time.
+for _lazy in ("torch._decomp", "torch._dynamo", "torch._prims", "torch._refs"):
+    try:
+        __import__(_lazy)
+    except ImportError:
+        pass
 
 from . import importer
 
