@@ -576,6 +576,25 @@ def order_statistic(a):
     return steps
 
 
+@aten_rule("_cdist_forward")
+def cdist(a):
+    """torch.cdist(x1 (..., P, M), x2 (..., R, M), p): the p-norm of every difference x1[i] - x2[j], taken from the
+    differences themselves (torch's p = 2 path for more than 25 rows goes through a GEMM, |x|^2 + |y|^2 - 2 x.y,
+    which cancels for close points; this one does not): a broadcast sub and a norm over M, which the
+    reduce_prologue skill computes on the fly without storing the differences."""
+    x1, x2, p = a.x1, a.x2, float(a.p)
+    if p != p or p < 0:
+        raise Unsupported(f"p={p}")
+    b = _Steps(a)
+    s1 = shape(x1)[:-1] + [1, shape(x1)[-1]]
+    s2 = shape(x2)[:-2] + [1] + shape(x2)[-2:]
+    u1 = b("reshape", [x1], {"shape": s1}, torch.reshape, x1, s1)
+    u2 = b("reshape", [x2], {"shape": s2}, torch.reshape, x2, s2)
+    d = b("sub", [u1, u2], {}, torch.sub, u1, u2)
+    b("norm", [d], {"dims": [d.dim() - 1], "keepdim": False, "p": finite(p, "p")}, torch.linalg.vector_norm, d, p, -1)
+    return b.done()
+
+
 @aten_rule("rrelu_with_noise")
 def rrelu(a):
     if getattr(a, "training", False):

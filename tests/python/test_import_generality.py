@@ -776,3 +776,22 @@ def test_small_constant_lists_made_in_forward_import_and_match_the_model(tmp_pat
             return []
     """, "long_constant.py")
     expect_error(path, r"torch.tensor of 40 numbers inside forward \(at most 32\).*register_buffer")
+
+
+def test_cdist_imports_as_differences_and_a_norm(tmp_path):
+    """torch.cdist for p = 2, 1 and inf, batched and not: a broadcast sub and a norm over the features."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, y):
+                return torch.cdist(x, y), torch.cdist(x, y, p=1.0), torch.cdist(x[0], y[0], p=float("inf"))
+
+        def get_inputs():
+            return [torch.randn(2, 30, 8), torch.randn(2, 27, 8)]
+
+        def get_init_inputs():
+            return []
+    """, atol=1e-4, rtol=1e-4)
+    assert {"sub", "norm"} <= ops_of(g)
