@@ -131,9 +131,8 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
     // Short rows: one warp per row, 32 consecutive positions at a time (coalesced reads and writes), a
     // shuffle scan of each 32 carried into the next; a block per row would leave most of a 2048 tile idle.
     mode = "warp scan per row";
-    dev << "__global__ void __launch_bounds__(256) " << K << "_warp("
-        << param_list(OT + "* __restrict__ out, const " + AT + "* __restrict__ carry") << ") {\n"
-        << "  (void)carry;\n"
+    dev << "__global__ void __launch_bounds__(256) " << K << "_warp(" << param_list(OT + "* __restrict__ out")
+        << ") {\n"
         << "  const int lane = threadIdx.x & 31;\n"
         << "  for (long long r = blockIdx.x * 8LL + (threadIdx.x >> 5); r < " << ll(outer)
         << "; r += gridDim.x * 8LL) {\n"
@@ -160,7 +159,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
         << "  }\n"
         << "}\n";
     host << "  " << K << "_warp<<<" << std::min<int64_t>(ceil_div(outer, 8), 4224) << ", 256, 0, ctx->stream>>>("
-         << args << ", nullptr);\n"
+         << args << ");\n"
          << "  KF_LAUNCHED();\n";
     launches = 1;
   } else if (inner == 1) {
