@@ -57,6 +57,39 @@ std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const st
   return os.str();
 }
 
+std::string strided_offset(const ir::StridedView& view, const ir::Shape& out, const std::string& index) {
+  // (size, stride into the source) per dim of `out`, outer to inner; a broadcast dim has stride 0. Neighbours
+  // that walk memory as one dim (outer stride = inner stride * inner size) merge into one.
+  std::vector<std::pair<int64_t, int64_t>> dims;
+  const size_t lead = out.size() - view.shape.size();
+  for (size_t od = 0; od < out.size(); ++od) {
+    const bool present = od >= lead && view.shape[od - lead] != 1;
+    const int64_t stride = present ? view.strides[od - lead] : 0;
+    if (out[od] == 1) continue;
+    if (!dims.empty() && dims.back().second == stride * out[od]) {
+      dims.back() = {dims.back().first * out[od], stride};
+    } else {
+      dims.emplace_back(out[od], stride);
+    }
+  }
+  const IndexMath m(out, index);
+  std::ostringstream os;
+  os << "(" << view.offset << "LL";
+  int64_t inner = 1;  // the product of the sizes inside the current dim
+  for (size_t d = dims.size(); d-- > 0;) {
+    const auto [size, stride] = dims[d];
+    if (stride != 0) {
+      std::string idx = m.i;
+      if (inner != 1) idx = "(" + idx + " / " + m.k(inner) + ")";
+      if (d != 0) idx = "(" + idx + " % " + m.k(size) + ")";
+      os << " + (long long)" << idx << (stride == 1 ? "" : " * " + std::to_string(stride) + "LL");
+    }
+    inner *= size;
+  }
+  os << ")";
+  return os.str();
+}
+
 std::string channel_offset(const ir::Shape& out, const std::string& index) {
   int64_t inner = 1;
   for (size_t d = 2; d < out.size(); ++d) inner *= out[d];

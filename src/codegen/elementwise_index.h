@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ir/strided_view.h"
 
 namespace kforge::codegen {
 
@@ -11,6 +12,10 @@ namespace kforge::codegen {
 // `out`, at linear output index `i` (an int64_t variable). Same shape: just `i`. In 32-bit arithmetic
 // (an unsigned expression) when every index of `out` fits in 31 bits.
 std::string broadcast_offset(const ir::Shape& in, const ir::Shape& out, const std::string& i);
+
+// C expression (long long) of the element offset into a view's source at linear output index `i` of `out`,
+// the view's shape broadcasting to `out`: the view's offset plus each index times its stride.
+std::string strided_offset(const ir::StridedView& view, const ir::Shape& out, const std::string& i);
 
 // C expression of the channel (dim 1) of linear index `i` into a contiguous tensor of shape `out`
 // (rank >= 2): a per-channel operand's offset, as batch_norm's.

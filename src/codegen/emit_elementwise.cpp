@@ -6,12 +6,14 @@
 // the integer type for integers) and rounds to its own dtype, exactly as the unfused ops would.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <regex>
 #include <span>
 #include <sstream>
 
 #include "codegen/elementwise_index.h"
 #include "codegen/emit.h"
+#include "kernels/forms.h"
 
 namespace kforge::codegen {
 
@@ -286,8 +288,30 @@ static StatusOr<std::string> chain_statements(const ir::Graph& g, const std::vec
     body << "    const " << ctype(g.type(seed.value).dtype) << " r" << seed.value << " = " << expr << ";\n";
     in_kernel[static_cast<size_t>(seed.value)] = true;
   }
+  // Views read in place (kernels::reads_through_views): each view node's value as strides over its source.
+  std::map<ir::ValueIndex, ir::StridedView> views;
+  auto view_read = [&](ir::ValueIndex v, const std::string& at) {
+    const ir::StridedView& view = views.at(v);
+    if (std::find(params.begin(), params.end(), view.source) == params.end()) params.push_back(view.source);
+    return "in" + std::to_string(view.source) + "[" + strided_offset(view, shape, at) + "]";
+  };
   for (int k : nodes) {
     const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
+    if (!ir::is_pointwise(node) && ir::is_view_op(node.op)) {
+      const ir::ValueIndex in = node.inputs[0];
+      if (in_kernel[static_cast<size_t>(in)])
+        return internal_error(ir::describe(g, node) + " is a view of a value the kernel computes");
+      auto found = views.find(in);
+      auto view = ir::apply_view(g, node, found != views.end() ? found->second : ir::whole_view(g, in));
+      if (!view) return internal_error(ir::describe(g, node) + " is not a view over strides of its input");
+      views[node.output] = *view;
+      // The kernel's result is the view itself (a prologue of views alone): read it at i.
+      if (k == nodes.back()) {
+        body << "    const " << ctype(g.type(node.output).dtype) << " r" << node.output << " = "
+             << view_read(node.output, "i") << ";\n";
+      }
+      continue;
+    }
     std::vector<Operand> ops;
     for (auto v : node.inputs) {
       if (v == ir::kNoValue) {
@@ -297,6 +321,8 @@ static StatusOr<std::string> chain_statements(const ir::Graph& g, const std::vec
       Operand o{"", g.type(v).dtype};
       if (in_kernel[static_cast<size_t>(v)]) {
         o.expr = "r" + std::to_string(v);
+      } else if (views.count(v)) {
+        o.expr = view_read(v, "i");
       } else {
         if (std::find(params.begin(), params.end(), v) == params.end()) params.push_back(v);
         // batch_norm's per-channel operands (weight, bias, running mean and variance) index dim 1.
@@ -329,12 +355,11 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
   const ir::TensorType& out_type = g.type(root.output);
   const ir::Shape& shape = out_type.shape;
   const int64_t n = out_type.numel();
+  if (!kernels::reads_through_views(g, nodes) || !ir::is_pointwise(root))
+    return internal_error("kernel " + name + " is not an elementwise chain (pointwise ops reading values or views)");
   for (int k : nodes) {
     const ir::Node& node = g.nodes()[static_cast<size_t>(k)];
-    if (!ir::is_pointwise(node)) {
-      return internal_error("kernel " + name + " mixes " + ir::describe(g, node) + " into an elementwise chain");
-    }
-    if (k != nodes.back() && g.type(node.output).shape != shape) {
+    if (k != nodes.back() && ir::is_pointwise(node) && g.type(node.output).shape != shape) {
       return internal_error("kernel " + name + ": " + ir::describe(g, node) + " does not have the chain's shape " +
                             ir::shape_str(shape));
     }
@@ -471,10 +496,8 @@ StatusOr<std::string> elementwise_chain_kernel(const EmitContext& ctx, const std
 StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std::vector<int>& nodes,
                                                const std::string& name, ir::ValueIndex seed_value, int64_t row_extent) {
   const ir::Graph& g = ctx.graph;
-  for (int k : nodes) {
-    if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(k)]))
-      return internal_error(name + ": " + ir::describe(g, g.nodes()[static_cast<size_t>(k)]) + " is not pointwise");
-  }
+  if (!kernels::reads_through_views(g, nodes))
+    return internal_error(name + ": not a chain of pointwise ops reading values or views in place");
   std::vector<ir::ValueIndex> params, unused;
   ChainSeed seed;
   if (seed_value != ir::kNoValue) {
@@ -508,9 +531,7 @@ StatusOr<PointwiseFunction> pointwise_function(const EmitContext& ctx, const std
 std::optional<LaneFunction> pointwise_lane_function(const EmitContext& ctx, const std::vector<int>& nodes,
                                                     const std::string& name, bool indexed) {
   const ir::Graph& g = ctx.graph;
-  for (int k : nodes) {
-    if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(k)])) return std::nullopt;
-  }
+  if (!kernels::reads_through_views(g, nodes)) return std::nullopt;
   const ir::ValueIndex result = g.nodes()[static_cast<size_t>(nodes.back())].output;
   if (g.type(result).dtype != ir::DType::kFloat32) return std::nullopt;
   std::vector<ir::ValueIndex> params, lanes;

@@ -2,12 +2,15 @@
 // over any set of dims. The layout is coalesced and one of the shared reduction kernels
 // (reduce_common.h) does the work; floating sums accumulate in double, integer ones in 64 bits
 // (wrapping like torch), extremes propagate NaN, argmax/argmin keep the first index.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "codegen/emit.h"
 #include "codegen/reduce_common.h"
 #include "ir/shape_rules.h"
+#include "ir/strided_view.h"
+#include "kernels/forms.h"
 
 namespace kforge::codegen {
 
@@ -207,10 +210,29 @@ StatusOr<KernelSource> emit_Reduce(const EmitContext& ctx) {
     s.vec_host = ctx.in_ptr(0);
   }
   s.block = static_cast<int>(ctx.kernel.knob(schedule::Knob::kBlock, 256));
-  if (ctx.kernel.nodes.size() > 1) {
+  const std::vector<int> prologue(ctx.kernel.nodes.begin(), ctx.kernel.nodes.end() - 1);
+  const bool views_alone = !prologue.empty() && std::all_of(prologue.begin(), prologue.end(), [&](int n) {
+    return !ir::is_pointwise(ctx.graph.nodes()[static_cast<size_t>(n)]);
+  });
+  if (views_alone) {
+    // A prologue of views alone (reduce_prologue over a permute, slice, unfold, ...): the reduction walks the
+    // view's strides over its source, which is never copied.
+    auto inside = [&](const ir::Node& p) {
+      const int at = static_cast<int>(&p - ctx.graph.nodes().data());
+      return std::find(prologue.begin(), prologue.end(), at) != prologue.end();
+    };
+    const ir::Node& last = ctx.graph.nodes()[static_cast<size_t>(prologue.back())];
+    if (last.output != node.inputs[0] || !kernels::reads_through_views(ctx.graph, prologue))
+      return internal_error("kernel " + ctx.kernel.name + ": the prologue is not a view the reduction reads");
+    auto view = ir::view_chain(ctx.graph, last, inside);
+    if (!view) return internal_error("kernel " + ctx.kernel.name + ": the prologue's views do not compose to strides");
+    s.layout = reduce::make_layout(view->shape, view->strides, dims);
+    const std::string source = "(" + ctx.ptr(view->source, false) + " + " + std::to_string(view->offset) + "LL)";
+    s.args = source + ", " + ctx.out_ptr();
+    if (in.dtype == ir::DType::kFloat32) s.vec_host = source;
+  } else if (ctx.kernel.nodes.size() > 1) {
     // A pointwise prologue (the reduce_prologue skill): the reduced tensor is never stored; each
     // element is computed where the reduction would have loaded it.
-    const std::vector<int> prologue(ctx.kernel.nodes.begin(), ctx.kernel.nodes.end() - 1);
     if (ctx.graph.nodes()[static_cast<size_t>(prologue.back())].output != node.inputs[0])
       return internal_error("kernel " + ctx.kernel.name + ": the prologue does not make the reduction's input");
     const std::string fn = ctx.kernel.name + "_prologue";

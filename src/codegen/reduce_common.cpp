@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <climits>
+#include <cstdlib>
 #include <sstream>
 
 namespace kforge::codegen::reduce {
@@ -43,31 +45,46 @@ std::string half_headers(const std::vector<ir::DType>& types) {
 }
 
 Layout make_layout(const ir::Shape& shape, const std::vector<int64_t>& reduced) {
-  std::vector<std::pair<int64_t, bool>> dims;  // (size, reduced), outer to inner
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return make_layout(shape, strides, reduced);
+}
+
+Layout make_layout(const ir::Shape& shape, const std::vector<int64_t>& strides, const std::vector<int64_t>& reduced) {
+  // Kept dims stay in the output's order (output o is their linear index); reduced dims go outer to inner by
+  // stride (any order sums the same elements, the innermost one walks memory). Neighbours in either list
+  // merge where they walk memory as one dim. For a contiguous tensor this is the plain coalescing.
+  std::vector<std::pair<int64_t, int64_t>> kept, red;  // (size, stride)
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 1) continue;
-    bool r = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) != reduced.end();
-    if (!dims.empty() && dims.back().second == r) {
-      dims.back().first *= shape[i];
-    } else {
-      dims.emplace_back(shape[i], r);
-    }
+    const bool r = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) != reduced.end();
+    (r ? red : kept).emplace_back(shape[i], strides[i]);
   }
+  std::stable_sort(red.begin(), red.end(),
+                   [](const auto& a, const auto& b) { return std::llabs(a.second) > std::llabs(b.second); });
+  auto merge = [](std::vector<std::pair<int64_t, int64_t>>& dims, std::vector<int64_t>& sizes,
+                  std::vector<int64_t>& out_strides, int64_t& count) {
+    for (const auto& [size, stride] : dims) {
+      if (!sizes.empty() && out_strides.back() == stride * size) {
+        sizes.back() *= size;
+        out_strides.back() = stride;
+      } else {
+        sizes.push_back(size);
+        out_strides.push_back(stride);
+      }
+      count *= size;
+    }
+  };
   Layout l;
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d].first;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d].second) {
-      l.red_sizes.push_back(dims[d].first);
-      l.red_strides.push_back(strides[d]);
-      l.N *= dims[d].first;
-    } else {
-      l.kept_sizes.push_back(dims[d].first);
-      l.kept_strides.push_back(strides[d]);
-      l.M *= dims[d].first;
-    }
-  }
-  l.rows = l.kept_sizes.empty() || (!l.red_sizes.empty() && dims.back().second);
+  merge(kept, l.kept_sizes, l.kept_strides, l.M);
+  merge(red, l.red_sizes, l.red_strides, l.N);
+  // Rows when the reduced dims hold the innermost stride (for a contiguous tensor: the last dim is reduced).
+  auto innermost = [](const std::vector<int64_t>& st) {
+    int64_t m = INT64_MAX;
+    for (auto x : st) m = std::min<int64_t>(m, std::llabs(x));
+    return m;
+  };
+  l.rows = l.kept_sizes.empty() || (!l.red_sizes.empty() && innermost(l.red_strides) < innermost(l.kept_strides));
   return l;
 }
 

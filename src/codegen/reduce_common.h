@@ -35,6 +35,9 @@ struct Layout {
 // The layout of reducing `reduced` (sorted, normalized dims) of a contiguous tensor of `shape`:
 // size-1 dims dropped, neighbouring dims of the same kind merged.
 Layout make_layout(const ir::Shape& shape, const std::vector<int64_t>& reduced);
+// The same over a strided tensor (a view read in place: `strides` in elements, any sign, 0 for a broadcast
+// dim): neighbouring dims of one kind merge only where they walk memory as one dim.
+Layout make_layout(const ir::Shape& shape, const std::vector<int64_t>& strides, const std::vector<int64_t>& reduced);
 
 // A C++ device function `long long name(long long i)`: the element offset of linear index i over
 // dims of `sizes` (row-major) with element `strides`; 32-bit index arithmetic when `total` fits.

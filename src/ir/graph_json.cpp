@@ -1,11 +1,14 @@
 // Graph JSON (docs/graph-format.md) to Graph and back, with messages that say where the JSON is wrong.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 
 #include "base/files.h"
 #include "ir/graph.h"
+#include "ir/strided_view.h"
 
 namespace kforge::ir {
 
@@ -271,11 +274,65 @@ StatusOr<Graph> graph_from_json_fields(const Json& j, const std::string& what) {
 
 }  // namespace
 
+namespace {
+
+// A view node (ir/strided_view.h) whose result several generated readers (pointwise ops, reductions) take
+// gets one copy per reader, placed just before it: each reader can then read the view in place (the
+// fuse_elementwise and prologue skills), where one shared view must be gathered into a tensor first. A
+// view costs no arithmetic, so a copy per reader recomputes nothing; unfused, each copy is its own gather.
+// `j` is the graph's JSON as parsed into `g`; the answer is that JSON with the copies, or null for none.
+Json with_view_per_reader(const Graph& g, const Json& j) {
+  const auto& nodes = g.nodes();
+  auto reads_in_place = [&](int user) {
+    const Node& u = nodes[static_cast<size_t>(user)];
+    return is_pointwise(u) || op_info(u.op).family == OpFamily::kReduce;
+  };
+  std::vector<std::vector<Json>> before(nodes.size());                    // the copies to place before each node
+  std::vector<std::map<std::string, std::string>> renamed(nodes.size());  // per reader: view id -> its copy's id
+  bool any = false;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    if (is_pointwise(node) || !is_view_op(node.op)) continue;
+    const auto& users = g.users(node.output);
+    if (users.size() < 2 || !std::all_of(users.begin(), users.end(), reads_in_place)) continue;
+    if (std::find(g.outputs().begin(), g.outputs().end(), node.output) != g.outputs().end()) continue;
+    const std::string& id = g.value(node.output).id;
+    for (size_t k = 1; k < users.size(); ++k) {
+      std::string copy_id = id + "_read" + std::to_string(k);
+      while (g.find(copy_id) != kNoValue) copy_id += "_";
+      Json copy = j.at("nodes").at(n);
+      copy["id"] = copy_id;
+      before[static_cast<size_t>(users[k])].push_back(std::move(copy));
+      renamed[static_cast<size_t>(users[k])][id] = copy_id;
+      any = true;
+    }
+  }
+  if (!any) return Json();
+  Json out = j;
+  out["nodes"] = Json::array();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (auto& copy : before[n]) out["nodes"].push_back(std::move(copy));
+    Json reader = j.at("nodes").at(n);
+    for (auto& in : reader["inputs"]) {
+      if (!in.is_string()) continue;
+      auto it = renamed[n].find(in.get<std::string>());
+      if (it != renamed[n].end()) in = it->second;
+    }
+    out["nodes"].push_back(std::move(reader));
+  }
+  return out;
+}
+
+}  // namespace
+
 StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
   // The JSON library throws when a field has another type than asked for; here that is the user's
   // error, said as one, never an exception out of the IR.
   try {
-    return graph_from_json_fields(j, what);
+    KF_ASSIGN_OR_RETURN(Graph g, graph_from_json_fields(j, what));
+    Json unshared = with_view_per_reader(g, j);
+    if (unshared.is_null()) return g;
+    return graph_from_json_fields(unshared, what);
   } catch (const Json::exception& e) {
     return invalid_argument(what + ": a field has the wrong type or value (" + std::string(e.what()) + ")");
   }

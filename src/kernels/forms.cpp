@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 
 #include "ir/shape_rules.h"
+#include "ir/strided_view.h"
 #include "kernels/gemm_operands.h"
 
 namespace kforge::kernels {
@@ -92,9 +94,44 @@ bool tail_is_pointwise(const ir::Graph& g, const schedule::Kernel& k) {
          std::all_of(k.nodes.begin() + 1, k.nodes.end(), [&](int n) { return ir::is_pointwise(node_at(g, n)); });
 }
 
+bool reads_through_views(const ir::Graph& g, const std::vector<int>& nodes) {
+  auto inside = [&](const ir::Node& p) {
+    const int at = static_cast<int>(&p - g.nodes().data());
+    return std::find(nodes.begin(), nodes.end(), at) != nodes.end();
+  };
+  for (int n : nodes) {
+    const ir::Node& node = node_at(g, n);
+    if (ir::is_pointwise(node)) continue;
+    if (!ir::is_view_op(node.op)) return false;
+    // A view of a value the kernel computes would need that value at other positions than its own.
+    const ir::Node* p = g.producer(node.inputs[0]);
+    if (p != nullptr && inside(*p) && !ir::is_view_op(p->op)) return false;
+    if (!ir::view_chain(g, node, [&](const ir::Node& q) { return inside(q); })) return false;
+  }
+  return true;
+}
+
+bool views_read_coalesced(const ir::Graph& g, const std::vector<int>& nodes) {
+  auto inside = [&](const ir::Node& p) {
+    const int at = static_cast<int>(&p - g.nodes().data());
+    return std::find(nodes.begin(), nodes.end(), at) != nodes.end();
+  };
+  for (int n : nodes) {
+    const ir::Node& node = node_at(g, n);
+    if (ir::is_pointwise(node) || !ir::is_view_op(node.op)) continue;
+    auto view = ir::view_chain(g, node, inside);
+    if (!view) return false;
+    for (size_t d = view->shape.size(); d-- > 0;) {
+      if (view->shape[d] == 1) continue;
+      if (std::llabs(view->strides[d]) > 1) return false;
+      break;
+    }
+  }
+  return true;
+}
+
 bool has_pointwise_prologue(const ir::Graph& g, const schedule::Kernel& k) {
-  return k.nodes.size() > 1 &&
-         std::all_of(k.nodes.begin(), k.nodes.end() - 1, [&](int n) { return ir::is_pointwise(node_at(g, n)); });
+  return k.nodes.size() > 1 && reads_through_views(g, std::vector<int>(k.nodes.begin(), k.nodes.end() - 1));
 }
 
 bool is_conv_epilogue(const ir::Graph& g, const schedule::Kernel& k) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "ir/graph.h"
 #include "schedule/schedule.h"
@@ -46,8 +47,17 @@ bool is_elementwise_loss_kernel(const ir::Graph& g, const schedule::Kernel& k);
 
 // True when every node of `k` after the first is pointwise (ir::is_pointwise).
 bool tail_is_pointwise(const ir::Graph& g, const schedule::Kernel& k);
-// Whether `k` has more than one node and every node but its last is pointwise: the shape of a kernel a
-// prologue skill made (the caller checks the last node's kind).
+// Whether `nodes` (of one kernel, in order) are pointwise or views read in place: every view op
+// (ir/strided_view.h) reads a value made outside `nodes` or another view of them, and the views compose to
+// strides (a reshape torch would copy does not). The generated readers (codegen's elementwise chains and
+// prologues) then read each view's source at the view's strides instead of a gathered copy.
+bool reads_through_views(const ir::Graph& g, const std::vector<int>& nodes);
+// Whether every view among `nodes` (reads_through_views) walks its source's memory with stride 1 (or -1, or
+// 0 for a broadcast) along its last dim: a thread per element then reads coalesced. A view that moves
+// the innermost dim (a transpose) reads 4 of every 32 bytes it fetches; the tiled permute kernel does not.
+bool views_read_coalesced(const ir::Graph& g, const std::vector<int>& nodes);
+// Whether `k` has more than one node and every node but its last is pointwise or a view read in place
+// (reads_through_views): the shape of a kernel a prologue skill made (the caller checks the last node's kind).
 bool has_pointwise_prologue(const ir::Graph& g, const schedule::Kernel& k);
 
 // ---- the forms

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "kernels/forms.h"
+
 namespace kforge::skills {
 
 namespace {
@@ -18,8 +20,13 @@ std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int produce
     return "the producer must be a kernel that runs before the consumer";
   const auto& p = s.kernels[static_cast<size_t>(producer)];
   const auto& c = s.kernels[static_cast<size_t>(consumer)];
-  if (!is_pointwise_chain(g, p) || !is_pointwise_chain(g, c))
-    return "both kernels must be generated elementwise chains";
+  // The consumer a pointwise chain (perhaps reading views); the producer also views alone (read in place).
+  if (!joins_reader(g, p) || !joins_reader(g, c) || !ir::is_pointwise(g.nodes()[static_cast<size_t>(c.root())]))
+    return "both kernels must be generated elementwise chains (the producer may be views of a tensor)";
+  if (!joined_reads_through_views(g, p, c, true))
+    return "the producer's views do not compose to strides over their source (a reshape torch would copy)";
+  if (!kernels::views_read_coalesced(g, p.nodes))
+    return "the producer's view moves the innermost dim (a transpose): the tiled permute kernel reads it coalesced";
   const ir::ValueIndex v = result_of(g, p);
   if (g.type(v).shape != g.type(result_of(g, c)).shape)
     return "the producer's result " + ir::shape_str(g.type(v).shape) + " does not have the consumer's shape " +

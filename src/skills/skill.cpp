@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "ir/strided_view.h"
+#include "kernels/forms.h"
 #include "skills/batch_norm_inference.h"
 #include "skills/constant_output.h"
 #include "skills/conv_channels_last.h"
@@ -42,7 +44,8 @@ constexpr auto kCatalogue = std::to_array<Skill>({
     {"fuse_elementwise",
      "joins a producer chain of elementwise ops to its consumer chain when the producer's result has the "
      "consumer's shape and no one else reads it; saves one write and one read of that tensor and a launch; "
-     "costs nothing (registers)",
+     "costs nothing (registers); a producer of views alone (permute, slice, unfold, expand, flip, a reshape "
+     "that strides allow) is read in place instead: the gathered copy is never made",
      fuse_elementwise_sites, fuse_elementwise},
     {"conv_epilogue",
      "makes the elementwise chain after a cuDNN convolution its epilogue: the convolution writes into the "
@@ -63,7 +66,9 @@ constexpr auto kCatalogue = std::to_array<Skill>({
      "computes a pointwise chain whose only reader is a reduction inside the reduction's kernel, where the "
      "reduction loads each element (x ** 2 before a mean, abs before a sum): the chain's result is never "
      "stored; saves a write and a read of it and a launch; the reduction keeps its 16-byte loads when the "
-     "chain reads one or two full-shape float tensors, and loses them otherwise",
+     "chain reads one or two full-shape float tensors, and loses them otherwise; a chain of views alone "
+     "(permute, slice, unfold, ...) becomes the reduction's strides over the view's source, loads kept "
+     "where its rows stay contiguous",
      reduce_prologue_sites, reduce_prologue},
     {"loss_prologue",
      "computes a pointwise chain whose only reader is the prediction of an elementwise loss (log before a "
@@ -154,6 +159,26 @@ bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k) {
     if (!ir::is_pointwise(g.nodes()[static_cast<size_t>(n)])) return false;
   }
   return true;
+}
+
+bool joins_reader(const ir::Graph& g, const schedule::Kernel& k) {
+  if (is_pointwise_chain(g, k)) return true;
+  const bool views_alone = std::all_of(k.nodes.begin(), k.nodes.end(), [&](int n) {
+    const ir::Node& node = g.nodes()[static_cast<size_t>(n)];
+    return !ir::is_pointwise(node) && ir::is_view_op(node.op);
+  });
+  if (views_alone)
+    return k.impl == schedule::Impl::kAlias ||
+           (k.impl == schedule::Impl::kGenerated && k.strategy == schedule::Strategy::kGather);
+  return k.impl == schedule::Impl::kGenerated && k.strategy == schedule::Strategy::kElementwise &&
+         ir::is_pointwise(g.nodes()[static_cast<size_t>(k.root())]) && kernels::reads_through_views(g, k.nodes);
+}
+
+bool joined_reads_through_views(const ir::Graph& g, const schedule::Kernel& producer, const schedule::Kernel& consumer,
+                                bool consumer_root_too) {
+  std::vector<int> joined = producer.nodes;
+  joined.insert(joined.end(), consumer.nodes.begin(), consumer.nodes.end() - (consumer_root_too ? 0 : 1));
+  return kernels::reads_through_views(g, joined);
 }
 
 std::vector<Site> pair_sites(const ir::Graph& g, const schedule::Schedule& s, PairRule illegal,
@@ -257,15 +282,22 @@ std::string prologue_illegal(const ir::Graph& g, const schedule::Schedule& s, in
     return std::string("the chain's kernel must run before the ") + consumer_kind;
   const auto& p = s.kernels[static_cast<size_t>(producer)];
   const auto& c = s.kernels[static_cast<size_t>(consumer)];
-  if (!is_pointwise_chain(g, p)) return "the producer must be a generated pointwise chain";
-  if (!consumer_ok(g, c) || c.nodes.size() != 1) return std::string("the consumer must be ") + consumer_kind;
+  if (!joins_reader(g, p)) return "the producer must be a generated pointwise chain or views of a tensor";
+  // The consumer: one node, or one whose prologue (made by this skill) reads the producer's result.
+  if (!consumer_ok(g, c) || (c.nodes.size() != 1 && !kernels::has_pointwise_prologue(g, c)))
+    return std::string("the consumer must be ") + consumer_kind;
+  if (!joined_reads_through_views(g, p, c, false))
+    return "the producer's views do not compose to strides over their source (a reshape torch would copy)";
   const ir::ValueIndex v = g.nodes()[static_cast<size_t>(p.root())].output;
   const ir::Node& reader = g.nodes()[static_cast<size_t>(c.root())];
-  if (reader.inputs.empty() || reader.inputs[0] != v) return "the consumer does not read the chain's result";
+  if (c.nodes.size() == 1 && (reader.inputs.empty() || reader.inputs[0] != v))
+    return "the consumer does not read the chain's result";
+  if (c.nodes.size() > 1 && std::find(reader.inputs.begin(), reader.inputs.end(), v) != reader.inputs.end())
+    return "the consumer's last node reads the chain's result beside its prologue";
   if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end())
     return "the chain's result is a graph output, so it must be stored";
   for (int user : g.users(v)) {
-    if (user != c.root())
+    if (std::find(c.nodes.begin(), c.nodes.end(), user) == c.nodes.end())
       return "the chain's result is also read by " + ir::describe(g, g.nodes()[static_cast<size_t>(user)]);
   }
   return "";

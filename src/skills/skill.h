@@ -39,6 +39,16 @@ struct Skill {
 // chain that fusions, prologues and epilogues move.
 bool is_pointwise_chain(const ir::Graph& g, const schedule::Kernel& k);
 
+// A kernel whose nodes a generated reader (an elementwise chain, a reduction's, scan's or loss's prologue)
+// can take in front of its own: a pointwise chain, a kernel of views alone (a gather, or a reshape alias), or
+// an elementwise chain that already reads through views (kernels::reads_through_views). Whether the joined
+// nodes still compose is the caller's check (joined_reads_through_views).
+bool joins_reader(const ir::Graph& g, const schedule::Kernel& k);
+// Whether the producer's nodes followed by the consumer's prologue nodes (all but the last when
+// `consumer_root_too` is false) read every view in place.
+bool joined_reads_through_views(const ir::Graph& g, const schedule::Kernel& producer, const schedule::Kernel& consumer,
+                                bool consumer_root_too);
+
 // For the skills that join two kernels (fusions, prologues, epilogues): every {producer, consumer}
 // pair, producer first, that `illegal` accepts (it returns "" for a legal pair), each described by
 // `what(producer name, consumer name)`, in a stable order (consumer, then producer). Only pairs where
@@ -76,8 +86,8 @@ bool read_only_by(const ir::Graph& g, ir::ValueIndex v, int node);
 std::string kept_for_reader_alone(const ir::Graph& g, ir::ValueIndex v, const schedule::Kernel& reader,
                                   const std::string& whose, const std::string& reader_name);
 
-// Why the pointwise chain kernel `producer` cannot become the prologue of the one-node kernel
-// `consumer` ("" when it can): `consumer_ok` says whether the consumer is of the skill's kind
+// Why the pointwise chain kernel (or a kernel joins_reader accepts) `producer` cannot become the prologue of the
+// one-node kernel `consumer` ("" when it can): `consumer_ok` says whether the consumer is of the skill's kind
 // (`consumer_kind` describes it); the consumer's node reads the chain's result as its input 0; nothing
 // else reads that result and it is not a graph output (it is never stored).
 std::string prologue_illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer,
