@@ -217,14 +217,10 @@ StatusOr<KernelSource> emit_Reduce(const EmitContext& ctx) {
   if (views_alone) {
     // A prologue of views alone (reduce_prologue over a permute, slice, unfold, ...): the reduction walks the
     // view's strides over its source, which is never copied.
-    auto inside = [&](const ir::Node& p) {
-      const int at = static_cast<int>(&p - ctx.graph.nodes().data());
-      return std::find(prologue.begin(), prologue.end(), at) != prologue.end();
-    };
     const ir::Node& last = ctx.graph.nodes()[static_cast<size_t>(prologue.back())];
     if (last.output != node.inputs[0] || !kernels::reads_through_views(ctx.graph, prologue))
       return internal_error("kernel " + ctx.kernel.name + ": the prologue is not a view the reduction reads");
-    auto view = ir::view_chain(ctx.graph, last, inside);
+    auto view = kernels::view_in_kernel(ctx.graph, prologue.back(), prologue);
     if (!view) return internal_error("kernel " + ctx.kernel.name + ": the prologue's views do not compose to strides");
     s.layout = reduce::make_layout(view->shape, view->strides, dims);
     const std::string source = "(" + ctx.ptr(view->source, false) + " + " + std::to_string(view->offset) + "LL)";

@@ -94,32 +94,33 @@ bool tail_is_pointwise(const ir::Graph& g, const schedule::Kernel& k) {
          std::all_of(k.nodes.begin() + 1, k.nodes.end(), [&](int n) { return ir::is_pointwise(node_at(g, n)); });
 }
 
-bool reads_through_views(const ir::Graph& g, const std::vector<int>& nodes) {
-  auto inside = [&](const ir::Node& p) {
+std::optional<ir::StridedView> view_in_kernel(const ir::Graph& g, int node, const std::vector<int>& nodes) {
+  return ir::view_chain(g, node_at(g, node), [&](const ir::Node& p) {
     const int at = static_cast<int>(&p - g.nodes().data());
     return std::find(nodes.begin(), nodes.end(), at) != nodes.end();
-  };
+  });
+}
+
+bool reads_through_views(const ir::Graph& g, const std::vector<int>& nodes) {
   for (int n : nodes) {
     const ir::Node& node = node_at(g, n);
     if (ir::is_pointwise(node)) continue;
     if (!ir::is_view_op(node.op)) return false;
     // A view of a value the kernel computes would need that value at other positions than its own.
     const ir::Node* p = g.producer(node.inputs[0]);
-    if (p != nullptr && inside(*p) && !ir::is_view_op(p->op)) return false;
-    if (!ir::view_chain(g, node, [&](const ir::Node& q) { return inside(q); })) return false;
+    const int at = p == nullptr ? -1 : static_cast<int>(p - g.nodes().data());
+    if (p != nullptr && !ir::is_view_op(p->op) && std::find(nodes.begin(), nodes.end(), at) != nodes.end())
+      return false;
+    if (!view_in_kernel(g, n, nodes)) return false;
   }
   return true;
 }
 
 bool views_read_coalesced(const ir::Graph& g, const std::vector<int>& nodes) {
-  auto inside = [&](const ir::Node& p) {
-    const int at = static_cast<int>(&p - g.nodes().data());
-    return std::find(nodes.begin(), nodes.end(), at) != nodes.end();
-  };
   for (int n : nodes) {
     const ir::Node& node = node_at(g, n);
     if (ir::is_pointwise(node) || !ir::is_view_op(node.op)) continue;
-    auto view = ir::view_chain(g, node, inside);
+    auto view = view_in_kernel(g, n, nodes);
     if (!view) return false;
     for (size_t d = view->shape.size(); d-- > 0;) {
       if (view->shape[d] == 1) continue;

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/strided_view.h"
 #include "schedule/schedule.h"
 
 namespace kforge::kernels {
@@ -52,6 +54,9 @@ bool tail_is_pointwise(const ir::Graph& g, const schedule::Kernel& k);
 // strides (a reshape torch would copy does not). The generated readers (codegen's elementwise chains and
 // prologues) then read each view's source at the view's strides instead of a gathered copy.
 bool reads_through_views(const ir::Graph& g, const std::vector<int>& nodes);
+// The view node `node` makes of the tensor it reads, following the views among `nodes` (a kernel's) back to a
+// value made outside them; nullopt when the views do not compose to strides.
+std::optional<ir::StridedView> view_in_kernel(const ir::Graph& g, int node, const std::vector<int>& nodes);
 // Whether every view among `nodes` (reads_through_views) walks its source's memory with stride 1 (or -1, or
 // 0 for a broadcast) along its last dim: a thread per element then reads coalesced. A view that moves
 // the innermost dim (a transpose) reads 4 of every 32 bytes it fetches; the tiled permute kernel does not.

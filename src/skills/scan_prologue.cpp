@@ -6,6 +6,12 @@ namespace kforge::skills {
 namespace {
 
 std::string illegal(const ir::Graph& g, const schedule::Schedule& s, int producer, int consumer) {
+  // Views before a scan are scan_reverse's (a flip) and scan_exclusive's (a slice), which also take the op
+  // after the scan: a pointwise chain only, so that this skill never takes the view they start from.
+  const int n = static_cast<int>(s.kernels.size());
+  if (producer >= 0 && producer < n && !is_pointwise_chain(g, s.kernels[static_cast<size_t>(producer)]))
+    return "the producer must be a generated pointwise chain (a view before a scan is scan_reverse's or "
+           "scan_exclusive's)";
   return prologue_illegal(g, s, producer, consumer, is_scan_kernel, "a scan kernel of one scan");
 }
 

@@ -24,3 +24,12 @@ def median_ms(fn, xs, reps=20, warm=0):
         stop.synchronize()
         times.append(start.elapsed_time(stop))
     return sorted(times)[len(times) // 2]
+
+
+def problem_text(body, shapes, names):
+    """A KernelBench problem file: Model.forward(*names) runs `body` (lines), get_inputs() draws torch.randn of
+    each shape."""
+    forward = "\n".join("        " + line for line in body.split("\n"))
+    return (f"import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, {', '.join(names)}):\n"
+            f"{forward}\n\n\ndef get_inputs():\n    return [{', '.join(f'torch.randn{s}' for s in shapes)}]\n\n\n"
+            "def get_init_inputs():\n    return []\n")

@@ -20,7 +20,7 @@ import subprocess
 
 import pytest
 
-from gpu_util import load, median_ms
+from gpu_util import load, median_ms, problem_text as shared_problem_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -43,11 +43,7 @@ PROBLEMS = {
 
 
 def problem_text(body, shapes):
-    names = ["a", "b"][: len(shapes)]
-    forward = "\n".join("        " + line for line in body.split("\n"))
-    return (f"import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, {', '.join(names)}):\n"
-            f"{forward}\n\n\ndef get_inputs():\n    return [{', '.join(f'torch.randn{s}' for s in shapes)}]\n\n\n"
-            "def get_init_inputs():\n    return []\n")
+    return shared_problem_text(body, shapes, ["a", "b"][: len(shapes)])
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from gpu_util import load, median_ms
+from gpu_util import load, median_ms, problem_text as shared_problem_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -32,22 +32,20 @@ PROBLEMS = {
     "select_plus_rows": ("return torch.relu(x.select(1, 3) + y)", [(32, 8, 1024), (32, 1024)], 0),
     "expand_gate": ("g = torch.sigmoid(y).unsqueeze(1).expand(-1, 64, -1)\nreturn x * g",
                     [(16, 64, 512), (16, 512)], 0),
-    "flip_cumsum": ("return torch.cumsum(x.flip(-1), dim=-1)", [(128, 1000)], 0),
+    "slice_mse": ("return torch.nn.functional.mse_loss(x[:, 1:], y)", [(256, 1025), (256, 1024)], 0),
     "transpose_amax": ("return x.transpose(1, 2).amax(dim=-1) + 1.0", [(8, 96, 640)], 0),
     "permute_keep_last": ("return x.permute(1, 0, 2) * y", [(32, 48, 256), (48, 32, 256)], 0),
     # Kept as kernels: a transpose feeding an elementwise chain (the tiled permute reads it coalesced) and a
     # reshape that strides cannot express (torch copies it too).
     "transpose_add": ("return x.transpose(1, 2) + y", [(8, 256, 384), (8, 384, 256)], 1),
     "copying_reshape": ("return x[:, :, 2:6].reshape(x.shape[0], -1).sum(-1)", [(64, 32, 8)], 1),
+    # A view before a scan is left to scan_reverse / scan_exclusive (here a lone flip: its own kernel).
+    "flip_cumsum": ("return torch.cumsum(x.flip(-1), dim=-1)", [(128, 1000)], 1),
 }
 
 
 def problem_text(body, shapes):
-    names = ["x", "y"][: len(shapes)]
-    forward = "\n".join("        " + line for line in body.split("\n"))
-    return (f"import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, {', '.join(names)}):\n"
-            f"{forward}\n\n\ndef get_inputs():\n    return [{', '.join(f'torch.randn{s}' for s in shapes)}]\n\n\n"
-            "def get_init_inputs():\n    return []\n")
+    return shared_problem_text(body, shapes, ["x", "y"][: len(shapes)])
 
 
 @pytest.fixture(scope="module")
