@@ -540,6 +540,8 @@ std::optional<LaneFunction> pointwise_lane_function(const EmitContext& ctx, cons
   if (params.size() != lanes.size() && !indexed) return std::nullopt;
   for (auto v : lanes) {
     if (g.type(v).dtype != ir::DType::kFloat32) return std::nullopt;
+    // A lane value also read through a view (x - x.flip(-1)) needs its pointer, which the lanes replace.
+    if (body->find("in" + std::to_string(v) + "[") != std::string::npos) return std::nullopt;
   }
   // Without `indexed` the statements may read the element index `i` only through operands, which are
   // all lanes then; an op whose value depends on the index itself keeps the offset form.

@@ -276,26 +276,33 @@ StatusOr<Graph> graph_from_json_fields(const Json& j, const std::string& what) {
 
 namespace {
 
-// A view node (ir/strided_view.h) whose result several generated readers (pointwise ops, reductions) take
-// gets one copy per reader, placed just before it: each reader can then read the view in place (the
-// fuse_elementwise and prologue skills), where one shared view must be gathered into a tensor first. A
-// view costs no arithmetic, so a copy per reader recomputes nothing; unfused, each copy is its own gather.
-// `j` is the graph's JSON as parsed into `g`; the answer is that JSON with the copies, or null for none.
+// A view node (ir/strided_view.h) whose result several generated readers (pointwise ops, reductions, or views
+// that are read so in turn) take gets one copy per reader, placed just before it: each reader can then read the view in
+// place (the fuse_elementwise and prologue skills), where one shared view must be gathered into a tensor first. A view
+// costs no arithmetic, so a copy per reader recomputes nothing; unfused, each copy is its own gather. `j` is the
+// graph's JSON as parsed into `g`; the answer is that JSON with the copies, or null for none.
 Json with_view_per_reader(const Graph& g, const Json& j) {
   const auto& nodes = g.nodes();
-  auto reads_in_place = [&](int user) {
-    const Node& u = nodes[static_cast<size_t>(user)];
-    return is_pointwise(u) || op_info(u.op).family == OpFamily::kReduce;
-  };
+  // Views whose every reader can read them in place: pointwise ops, reductions, and such views (a slice
+  // before an unfold); found from the last node back, as readers come after what they read.
+  auto is_view = [&](const Node& n) { return !is_pointwise(n) && is_view_op(n.op); };
+  std::vector<bool> folds(nodes.size(), false);
+  for (size_t n = nodes.size(); n-- > 0;) {
+    if (!is_view(nodes[n])) continue;
+    if (std::find(g.outputs().begin(), g.outputs().end(), nodes[n].output) != g.outputs().end()) continue;
+    const auto& users = g.users(nodes[n].output);
+    folds[n] = !users.empty() && std::all_of(users.begin(), users.end(), [&](int u) {
+      const Node& r = nodes[static_cast<size_t>(u)];
+      return is_pointwise(r) || op_info(r.op).family == OpFamily::kReduce || folds[static_cast<size_t>(u)];
+    });
+  }
   std::vector<std::vector<Json>> before(nodes.size());                    // the copies to place before each node
   std::vector<std::map<std::string, std::string>> renamed(nodes.size());  // per reader: view id -> its copy's id
   bool any = false;
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];
-    if (is_pointwise(node) || !is_view_op(node.op)) continue;
     const auto& users = g.users(node.output);
-    if (users.size() < 2 || !std::all_of(users.begin(), users.end(), reads_in_place)) continue;
-    if (std::find(g.outputs().begin(), g.outputs().end(), node.output) != g.outputs().end()) continue;
+    if (!folds[n] || users.size() < 2) continue;
     const std::string& id = g.value(node.output).id;
     for (size_t k = 1; k < users.size(); ++k) {
       std::string copy_id = id + "_read" + std::to_string(k);
@@ -330,9 +337,14 @@ StatusOr<Graph> graph_from_json(const Json& j, const std::string& what) {
   // error, said as one, never an exception out of the IR.
   try {
     KF_ASSIGN_OR_RETURN(Graph g, graph_from_json_fields(j, what));
-    Json unshared = with_view_per_reader(g, j);
-    if (unshared.is_null()) return g;
-    return graph_from_json_fields(unshared, what);
+    // Each round copies the last shared view of a chain (an unfold of a slice: the unfolds, then the slice).
+    Json current = j;
+    for (Json unshared = with_view_per_reader(g, current); !unshared.is_null();
+         unshared = with_view_per_reader(g, current)) {
+      current = std::move(unshared);
+      KF_ASSIGN_OR_RETURN(g, graph_from_json_fields(current, what));
+    }
+    return g;
   } catch (const Json::exception& e) {
     return invalid_argument(what + ": a field has the wrong type or value (" + std::string(e.what()) + ")");
   }

@@ -32,6 +32,8 @@ PROBLEMS = {
     "select_plus_rows": ("return torch.relu(x.select(1, 3) + y)", [(32, 8, 1024), (32, 1024)], 0),
     "expand_gate": ("g = torch.sigmoid(y).unsqueeze(1).expand(-1, 64, -1)\nreturn x * g",
                     [(16, 64, 512), (16, 512)], 0),
+    "mirror_difference": ("return (x - x.flip(-1)).pow(2).sum(-1)", [(64, 4096)], 0),
+    "slice_unfold_shared": ("w = x[:, :, 2:].unfold(2, 16, 16)\nreturn w.amax(-1) * w.sum(-1)", [(16, 64, 2050)], 0),
     "slice_mse": ("return torch.nn.functional.mse_loss(x[:, 1:], y)", [(256, 1025), (256, 1024)], 0),
     "transpose_amax": ("return x.transpose(1, 2).amax(dim=-1) + 1.0", [(8, 96, 640)], 0),
     "permute_keep_last": ("return x.permute(1, 0, 2) * y", [(32, 48, 256), (48, 32, 256)], 0),

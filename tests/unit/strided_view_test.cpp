@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/elementwise_index.h"
+#include "codegen/program.h"
 #include "codegen/reduce_common.h"
 #include "kernels/forms.h"
 #include "skills/planner.h"
@@ -165,6 +166,40 @@ TEST(StridedView, ASharedViewIsCopiedPerReaderSoEachReadsItInPlace) {
                              {"a", "mean", "\"w\"", R"({"dims": [3], "keepdim": false})", "[2, 3, 31]"}},
                             R"("m", "a", "w")"));
   EXPECT_EQ(kept.nodes().size(), 3u);
+}
+
+TEST(StridedView, KernelsThatReadViewsInPlaceBuildWithNvcc) {
+  // (x - x.flip(-1)) ** 2 summed over the last dim: x is both a full-shape operand (the reduction's 16-byte
+  // lanes) and the flip's source; the chain then loads through its function (the lanes would hide x's pointer).
+  ir::Graph g = graph_from_text(
+      chain("[16, 256]", {{"f", "flip", "\"x\"", R"({"dims": [-1]})", "[16, 256]"},
+                          {"d", "sub", "\"x\", \"f\"", R"({"scalar": null, "reverse": false})", "[16, 256]"},
+                          {"q", "mul", "\"d\", \"d\"", R"({"scalar": null, "reverse": false})", "[16, 256]"},
+                          {"y", "sum", "\"q\"", R"({"dims": [1], "keepdim": false})", "[16]"}}));
+  auto s = skills::plan_default(g);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  ASSERT_EQ(s->kernels.size(), 1u);
+  auto p = codegen::emit_program(g, s.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& code = p->kernels[0].code;
+  EXPECT_NE(code.find("255LL + (long long)"), std::string::npos) << code;  // the flip: offset 255, stride -1
+  EXPECT_NE(code.find("* -1LL"), std::string::npos) << code;
+  testing::expect_builds_with_nvcc(p.value(), "views-flip-lanes");
+  // A slice and an unfold read in place by an elementwise chain and by three reductions of one window.
+  ir::Graph u = graph_from_text(
+      chain("[4, 8, 130]", {{"s", "slice", "\"x\"", R"({"dim": 2, "start": 2, "end": 130, "step": 1})", "[4, 8, 128]"},
+                            {"w", "unfold", "\"s\"", R"({"dim": 2, "size": 8, "step": 4})", "[4, 8, 31, 8]"},
+                            {"m", "amax", "\"w\"", R"({"dims": [3], "keepdim": false})", "[4, 8, 31]"},
+                            {"a", "mean", "\"w\"", R"({"dims": [3], "keepdim": false})", "[4, 8, 31]"},
+                            {"v", "var", "\"w\"", R"({"dims": [3], "correction": 0, "keepdim": false})", "[4, 8, 31]"},
+                            {"d", "sub", "\"m\", \"a\"", R"({"scalar": null, "reverse": false})", "[4, 8, 31]"},
+                            {"y", "mul", "\"d\", \"v\"", R"({"scalar": null, "reverse": false})", "[4, 8, 31]"}}));
+  auto su = skills::plan_default(u);
+  ASSERT_TRUE(su.is_ok()) << su.status().message();
+  for (const auto& k : su->kernels) EXPECT_NE(k.strategy, schedule::Strategy::kGather) << k.name;
+  auto pu = codegen::emit_program(u, su.value(), {.library_file = "lib.so", .reference_source = "# ref\n"});
+  ASSERT_TRUE(pu.is_ok()) << pu.status().message();
+  testing::expect_builds_with_nvcc(pu.value(), "views-unfold-reductions");
 }
 
 }  // namespace
