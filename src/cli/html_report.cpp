@@ -8,6 +8,7 @@
 
 #include "base/files.h"
 #include "base/subprocess.h"
+#include "sandbox/python.h"
 #include "sandbox/toolchain.h"
 
 namespace kforge::cli {
@@ -23,10 +24,9 @@ void write_html_report(const fs::path& json, const fs::path& html, const char* c
   }
   std::string pythonpath = (*home / "python").string();
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += std::string(":") + old;
-  auto r =
-      run_process({sandbox::python_executable(), "-m", "kforge.report", fs::absolute(json).string(), "-o",
-                   fs::absolute(html).string()},
-                  {.timeout_seconds = 300, .extra_env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1"}});
+  auto r = run_process({sandbox::python_executable(), "-m", "kforge.report", fs::absolute(json).string(), "-o",
+                        fs::absolute(html).string()},
+                       {.timeout_seconds = 300, .extra_env = sandbox::trusted_python_env(pythonpath)});
   if (!r.is_ok()) {
     std::fprintf(stderr, "kforge %s: warning: no HTML report: %s\n", command, r.status().message().c_str());
     return;

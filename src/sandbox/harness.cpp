@@ -8,6 +8,7 @@
 
 #include "base/files.h"
 #include "sandbox/build.h"
+#include "sandbox/python.h"
 #include "sandbox/toolchain.h"
 
 namespace kforge::sandbox {
@@ -121,7 +122,9 @@ Status HarnessWorker::start() {
   std::string pythonpath = (home / "python").string();
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += std::string(":") + old;
   spec_ = {};
-  spec_.env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"};
+  spec_.env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1",
+               // Candidate code runs here: the bytecode cache only where bubblewrap makes it read-only.
+               isolation_.argv_prefix.empty() ? "KFORGE_PYCACHE=off" : pycache_env()};
   spec_.env.insert(spec_.env.end(), isolation_.env.begin(), isolation_.env.end());
   spec_.env.insert(spec_.env.end(), options_.extra_env.begin(), options_.extra_env.end());
   spec_.argv = isolation_.argv_prefix;

@@ -16,6 +16,7 @@
 #include "base/files.h"
 #include "base/line_worker.h"
 #include "base/subprocess.h"
+#include "sandbox/build.h"
 #include "sandbox/toolchain.h"
 
 namespace kforge::sandbox {
@@ -105,7 +106,8 @@ class ImportServers {
     }
     auto s = std::make_unique<Server>();
     s->spec.argv = {python_executable(), "-m", "kforge.import_server"};
-    s->spec.env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"};
+    s->spec.env = trusted_python_env(pythonpath);
+    s->spec.env.push_back("PYTHONUNBUFFERED=1");
     s->spec.stderr_log = temp_file_for("import-server", pythonpath, ".log");
     if (!s->worker.start(s->spec).is_ok()) {
       broken_ = true;
@@ -162,14 +164,22 @@ StatusOr<std::string> importer_fingerprint_of(const fs::path& home) {
   return content_hash(text);
 }
 
+std::string pycache_env() {
+  const char* own = std::getenv("KFORGE_PYCACHE");
+  return "KFORGE_PYCACHE=" + (own ? std::string(own) : (default_cache_dir() / "pycache").string());
+}
+
+std::vector<std::string> trusted_python_env(const std::string& pythonpath) {
+  return {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1", pycache_env()};
+}
+
 StatusOr<std::string> problem_source_without_docstrings(const std::string& problem_path) {
   KF_ASSIGN_OR_RETURN(std::string pythonpath, python_path());
   const fs::path tmp = temp_file_for("source", problem_path, ".py");
   std::vector<std::string> argv = {
       python_executable(), "-m", "kforge.problem_source", fs::absolute(problem_path).string(), "-o", tmp.string()};
   KF_ASSIGN_OR_RETURN(ProcessResult r,
-                      run_process(argv, {.timeout_seconds = 120,
-                                         .extra_env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1"}}));
+                      run_process(argv, {.timeout_seconds = 120, .extra_env = trusted_python_env(pythonpath)}));
   std::error_code ec;
   if (!r.ok()) {
     fs::remove(tmp, ec);
@@ -193,9 +203,8 @@ StatusOr<Json> run_importer(const std::string& problem_path, const ImportOptions
   std::optional<ImporterRun> r;
   if (import_servers_enabled()) r = ImportServers::instance().run(importer_args, pythonpath, options.timeout_seconds);
   if (!r) {
-    KF_ASSIGN_OR_RETURN(ProcessResult p,
-                        run_process(argv, {.timeout_seconds = options.timeout_seconds,
-                                           .extra_env = {"PYTHONPATH=" + pythonpath, "PYTHONDONTWRITEBYTECODE=1"}}));
+    KF_ASSIGN_OR_RETURN(ProcessResult p, run_process(argv, {.timeout_seconds = options.timeout_seconds,
+                                                            .extra_env = trusted_python_env(pythonpath)}));
     r = ImporterRun{.ok = p.ok(), .timed_out = p.timed_out, .output = p.output};
   }
   if (r->timed_out)

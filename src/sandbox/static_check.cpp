@@ -7,6 +7,7 @@
 #include "base/files.h"
 #include "base/json.h"
 #include "base/subprocess.h"
+#include "sandbox/python.h"
 #include "sandbox/toolchain.h"
 
 namespace kforge::sandbox {
@@ -91,8 +92,7 @@ StatusOr<std::vector<Finding>> check_model_new(const fs::path& candidate, const 
   if (!reference.empty()) argv.insert(argv.end(), {"--reference", reference.string()});
   KF_ASSIGN_OR_RETURN(
       ProcessResult r,
-      run_process(argv, {.timeout_seconds = 60,
-                         .extra_env = {"PYTHONPATH=" + (home / "python").string(), "PYTHONDONTWRITEBYTECODE=1"}}));
+      run_process(argv, {.timeout_seconds = 60, .extra_env = trusted_python_env((home / "python").string())}));
   if (!r.ok()) return external_error("the static checker failed (" + shell_join(argv) + "): " + r.output);
   std::string text = r.output;  // the findings are the last line
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
