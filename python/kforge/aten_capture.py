@@ -576,6 +576,68 @@ def order_statistic(a):
     return steps
 
 
+@aten_rule("any all")
+def any_all(a):
+    """torch.any / torch.all over some dims or all (and what torch decomposes to them: isin, all, quantile's NaN
+    check): the nonzero (any) or zero (all) elements counted in int64, a sum, so that an empty reduction counts 0
+    (any False, all True, as torch's), then compared with 0. NaN is nonzero."""
+    x, b = a.self, _Steps(a)
+    d = getattr(a, "dim", None)
+    attrs = {"dims": dims(d, x.dim()), "keepdim": bool(getattr(a, "keepdim", False))}
+    test = "ne" if a.aten_name == "any" else "eq"
+    hit = _cmp(b, test, x, 0)
+    n = b("cast", [hit], {"dtype": torch.int64}, lambda t: t.to(torch.int64), hit)
+    count = b("sum", [n], attrs, lambda t: torch.sum(t, dim=attrs["dims"] or None, keepdim=attrs["keepdim"]), n)
+    _cmp(b, "gt" if a.aten_name == "any" else "eq", count, 0)
+    return b.done(a.out)
+
+
+def _count_below(b, seq, values, right):
+    """For each value, how many of the sorted `seq`'s last-dim entries lie below it (<= it when `right`): the
+    index torch's binary search returns, as a broadcast compare of every value with every entry and a sum.
+    seq (..., K) pairs with values (..., M) on its leading dims (or is 1-D for any values); NaN values count
+    all K entries (torch sorts NaN last)."""
+    k = int(seq.shape[-1])
+    if seq.dim() == 1:
+        vs = shape(values) + [1]
+        ss = [k]
+    else:
+        vs = shape(values) + [1]
+        ss = shape(seq)[:-1] + [1, k]
+    v = b("reshape", [values], {"shape": vs}, torch.reshape, values, vs)
+    sq = b("reshape", [seq], {"shape": ss}, torch.reshape, seq, ss) if seq.dim() > 1 else seq
+    below = b("ge" if right else "gt", [v, sq], {}, torch.ge if right else torch.gt, v, sq)
+    n = b("cast", [below], {"dtype": torch.int64}, lambda t: t.to(torch.int64), below)
+    count = b("sum", [n], {"dims": [n.dim() - 1], "keepdim": False}, lambda t: torch.sum(t, dim=-1), n)
+    if not values.dtype.is_floating_point:
+        return count
+    nan = b("isnan", [values], {}, torch.isnan, values)
+    return b("where", [nan, Const(k, torch.int64), count], {}, lambda m, c: torch.where(m, k, c), nan, count)
+
+
+@aten_rule("bucketize searchsorted")
+def bucketize(a):
+    """torch.bucketize(x, boundaries) and torch.searchsorted(sorted_sequence, x): the insertion index of each
+    value among sorted entries (left: the first entry >= it; right: the first > it), as _count_below."""
+    if a.aten_name == "bucketize":
+        seq, values, right = a.boundaries, a.self, bool(getattr(a, "right", False))
+    else:
+        if getattr(a, "sorter", None) is not None:
+            raise Unsupported("searchsorted with a sorter")
+        seq, values = a.sorted_sequence, a.self
+        right = bool(getattr(a, "right", False)) or getattr(a, "side", None) == "right"
+    if not isinstance(values, torch.Tensor) or not isinstance(seq, torch.Tensor):
+        raise Unsupported("a scalar value or sequence")
+    if seq.dim() > 1 and shape(seq)[:-1] != shape(values)[:-1]:
+        raise Unsupported("a sorted sequence whose leading dims differ from the values'")
+    b = _Steps(a)
+    _count_below(b, seq, values, right)
+    if getattr(a, "out_int32", False):
+        last = b.steps[-1].out
+        b("cast", [last], {"dtype": torch.int32}, lambda t: t.to(torch.int32), last)
+    return b.done(a.out)
+
+
 @aten_rule("_cdist_forward")
 def cdist(a):
     """torch.cdist(x1 (..., P, M), x2 (..., R, M), p): the p-norm of every difference x1[i] - x2[j], taken from the
@@ -811,7 +873,9 @@ def dropout(a):
 @aten_rule("view _unsafe_view reshape _reshape_alias view_copy unsqueeze squeeze unsqueeze_copy squeeze_copy "
            "flatten unflatten")
 def reshape(a):
-    if shape(a.out) == shape(a.self):
+    # An in-place one (squeeze_, as torch.quantile ends with) has already changed a.self, which is a.out: the
+    # shapes compare equal, yet the value the graph holds for it still has the old shape.
+    if shape(a.out) == shape(a.self) and functional_name(a.aten_name) == a.aten_name:
         return Alias(a.self)
     return Emit("reshape", [a.self], {"shape": shape(a.out)})
 

@@ -885,6 +885,49 @@ def kl_div(a):
     return Emit("kl_div", [a.input, a.target], {"reduction": reduction(a), "log_target": bool(a.log_target)})
 
 
+def _gaussian_nll_meta(a):
+    """The loss's shape and dtype without torch's own call, whose variance check reads values (.item())."""
+    x = a.input
+    dtype = torch.promote_types(torch.promote_types(x.dtype, a.target.dtype), a.var.dtype)
+    return torch.empty(shape(x) if a.reduction == "none" else [], dtype=dtype, device="meta")
+
+
+@rule("F.gaussian_nll_loss", "input, target, var, full=False, eps=1e-06, reduction='mean'",
+      "reshape clamp log sub mul div add mean sum", run=_gaussian_nll_meta)
+def gaussian_nll_loss(a):
+    """0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) when full), then the
+    reduction, as torch's. Its check that no variance is negative (a ValueError, decided by the values) is not
+    made: a model that runs in torch never has one."""
+    x, t, v = a.input, a.target, a.var
+    if a.reduction not in ("mean", "sum", "none"):
+        raise UserError(f"gaussian_nll_loss: reduction '{a.reduction}' is not one of 'none', 'mean', 'sum'")
+    steps = []
+    if shape(v) != shape(x) and shape(x)[:-1] == shape(v):  # one variance per row: a trailing dim of 1
+        u = a.meta(torch.unsqueeze, v, -1)
+        steps.append(Emit("reshape", [v], {"shape": shape(u)}, u))
+        v = u
+    elif shape(v) != shape(x) and not (shape(x)[:-1] == shape(v)[:-1] and shape(v)[-1:] == [1]):
+        raise UserError(f"gaussian_nll_loss: var of shape {shape(v)} fits neither input {shape(x)} nor its rows")
+    c = a.meta(torch.clamp_min, v, a.eps)
+    lg = a.meta(torch.log, c)
+    d = a.meta(torch.sub, x, t)
+    d2 = a.meta(torch.mul, d, d)
+    q = a.meta(torch.div, d2, c)
+    s = a.meta(torch.add, lg, q)
+    h = a.meta(torch.mul, s, 0.5)
+    steps += [Emit("clamp", [v], {"min": a.eps, "max": None}, c), Emit("log", [c], {}, lg),
+              Emit("sub", [x, t], {}, d), Emit("mul", [d, d], {}, d2), Emit("div", [d2, c], {}, q),
+              Emit("add", [lg, q], {}, s), Emit("mul", [s, None], {"scalar": 0.5, "reverse": False}, h)]
+    if a.full:
+        f = a.meta(torch.add, h, 0.5 * math.log(2 * math.pi))
+        steps.append(Emit("add", [h, None], {"scalar": 0.5 * math.log(2 * math.pi), "reverse": False}, f))
+        h = f
+    if a.reduction == "none":
+        steps[-1] = steps[-1]._replace(out=None)
+        return steps
+    return steps + [Emit(a.reduction, [h], {"dims": [], "keepdim": False})]
+
+
 @rule("F.triplet_margin_loss", "anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, "
       "size_average=None, reduce=None, reduction='mean'", "triplet_margin_loss")
 def triplet_margin_loss(a):

@@ -33,3 +33,21 @@ def problem_text(body, shapes, names):
     return (f"import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, {', '.join(names)}):\n"
             f"{forward}\n\n\ndef get_inputs():\n    return [{', '.join(f'torch.randn{s}' for s in shapes)}]\n\n\n"
             "def get_init_inputs():\n    return []\n")
+
+
+def check_like_reference(key, inputs, ref, new, tol, device="cuda"):
+    """ModelNew `new` against Model `ref` on two fresh input sets from `inputs()` (seeds 1 and 2) at atol = rtol =
+    tol, a second call equal to the first, and the answer after the first input changed in place; returns the last
+    inputs (on `device`). Call under torch.no_grad()."""
+    import torch
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        xs = [x.to(device) for x in inputs()]
+        got, want = new(*xs), ref(*xs)
+        assert got.shape == want.shape, f"{key}: shape {tuple(got.shape)} vs {tuple(want.shape)}"
+        assert torch.allclose(got, want, atol=tol, rtol=tol), \
+            f"{key}: max abs difference {(got - want).abs().max().item():.3g} at {tol}"
+        assert torch.equal(new(*xs), got), f"{key}: a second call differs"
+    xs[0].mul_(-0.5)
+    assert torch.allclose(new(*xs), ref(*xs), atol=tol, rtol=tol), f"{key}: stale after an in-place change"
+    return xs

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from gpu_util import load, median_ms, problem_text as shared_problem_text
+from gpu_util import check_like_reference, load, median_ms, problem_text as shared_problem_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -80,16 +80,7 @@ def test_views_read_in_place(built, name):
     new_mod = load(str(out / "model_new.py"), "kf_new_" + name)
     ref, new = ref_mod.Model().cuda(), new_mod.ModelNew().cuda()
     with torch.no_grad():
-        for seed in (1, 2):
-            torch.manual_seed(seed)
-            xs = [x.cuda() for x in ref_mod.get_inputs()]
-            got, want = new(*xs), ref(*xs)
-            assert got.shape == want.shape, f"{name}: shape {tuple(got.shape)} vs {tuple(want.shape)}"
-            assert torch.allclose(got, want, atol=TOL, rtol=TOL), \
-                f"{name}: max abs difference {(got - want).abs().max().item():.3g}"
-            assert torch.equal(new(*xs), got), f"{name}: a second call differs"
-        xs[0].mul_(-0.5)
-        assert torch.allclose(new(*xs), ref(*xs), atol=TOL, rtol=TOL), f"{name}: stale after an in-place change"
+        xs = check_like_reference(name, ref_mod.get_inputs, ref, new, TOL)
         t_new, t_ref = median_ms(new, xs, warm=3), median_ms(ref, xs, warm=3)
     print(f"\n{name:<24} {t_new:.4f} ms, eager {t_ref:.4f} ms ({len(schedule['kernels'])} kernels)")
     new_mod.kforge_release()

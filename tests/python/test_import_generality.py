@@ -795,3 +795,62 @@ def test_cdist_imports_as_differences_and_a_norm(tmp_path):
             return []
     """, atol=1e-4, rtol=1e-4)
     assert {"sub", "norm"} <= ops_of(g)
+
+
+def test_any_all_isin_bucketize_searchsorted_quantile_import_and_match_the_model(tmp_path):
+    """torch.any / torch.all (over dims and over everything; NaN is nonzero), isin (torch decomposes it to any),
+    bucketize and searchsorted (left and right, int32 out, a batched sorted sequence, NaN values sorted last),
+    quantile (a sort, its NaN check through any): counts and compares of ops kforge has."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("edges", torch.linspace(-2, 2, 9))
+
+            def forward(self, x, seq):
+                a = torch.any(x > 1.5, dim=1).float() + torch.all(x > -3.0, dim=-1).float()
+                whole = torch.any(torch.isnan(x)) | torch.all(x == x, dim=(0, 1), keepdim=True)
+                hits = torch.isin(torch.round(x * 2), self.edges)
+                left = torch.bucketize(x, self.edges)
+                right = torch.bucketize(x, self.edges, right=True, out_int32=True)
+                found = torch.searchsorted(seq, x[:, :8].contiguous(), side="right")
+                q = torch.quantile(x, 0.25, dim=1)
+                return a, whole, hits, left, right, found, q
+
+        def get_inputs():
+            x = torch.randn(16, 64)
+            x[3, 5] = float("nan")
+            x[7, 0] = 1.0
+            seq = torch.sort(torch.randn(16, 12), dim=1).values
+            return [x, seq]
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"sum", "ne", "eq", "gt", "ge", "isnan", "where", "sort"} <= ops_of(g)
+
+
+def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
+    """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
+    variance clamped at eps, full's constant, one variance per row, and the three reductions."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Model(nn.Module):
+            def forward(self, mu, y, var, row_var):
+                return (F.gaussian_nll_loss(mu, y, var),
+                        F.gaussian_nll_loss(mu, y, row_var, full=True, reduction="sum"),
+                        F.gaussian_nll_loss(mu, y, var * 0.0, eps=1e-3, reduction="none"))
+
+        def get_inputs():
+            return [torch.randn(32, 10), torch.randn(32, 10), torch.rand(32, 10) + 0.05, torch.rand(32) + 0.05]
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"clamp", "log", "div", "mean", "sum"} <= ops_of(g)
