@@ -885,6 +885,54 @@ def kl_div(a):
     return Emit("kl_div", [a.input, a.target], {"reduction": reduction(a), "log_target": bool(a.log_target)})
 
 
+@rule("torch.cosine_embedding_loss F.cosine_embedding_loss",
+      "input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction='mean'",
+      "mul sum add sqrt div sub clamp eq where mean")
+def cosine_embedding_loss(a):
+    """torch's formula: cos = sum(x1 x2) / sqrt((sum(x1^2) + 1e-12) (sum(x2^2) + 1e-12)) over the last dim; the
+    loss is 1 - cos where the target is 1, max(cos - margin, 0) where it is -1, 0 elsewhere; then the reduction."""
+    x1, x2, y = a.input1, a.input2, a.target
+    red = reduction(a)
+    if red not in ("mean", "sum", "none"):
+        raise UserError(f"cosine_embedding_loss: reduction '{red}' is not one of 'none', 'mean', 'sum'")
+    last = [x1.dim() - 1]
+    m = a.meta
+    steps = []
+
+    def emit(op, inputs, attrs, fn, *args):
+        out = m(fn, *args)
+        steps.append(Emit(op, inputs, attrs, out))
+        return out
+
+    def summed(u, v):
+        p = emit("mul", [u, v], {}, torch.mul, u, v)
+        return emit("sum", [p], {"dims": last, "keepdim": False}, lambda t: t.sum(last[0]), p)
+
+    def scalar(op, x, v, reverse=False):
+        fn = (lambda t: v - t) if reverse else (lambda t: getattr(torch, op)(t, v))
+        return emit(op, [x, None], {"scalar": v, "reverse": reverse}, fn, x)
+
+    prod = summed(x1, x2)
+    sq1 = scalar("add", summed(x1, x1), 1e-12)
+    sq2 = scalar("add", summed(x2, x2), 1e-12)
+    both = emit("mul", [sq1, sq2], {}, torch.mul, sq1, sq2)
+    denom = emit("sqrt", [both], {}, torch.sqrt, both)
+    cos = emit("div", [prod, denom], {}, torch.div, prod, denom)
+    pos = scalar("sub", cos, 1.0, reverse=True)
+    shifted = scalar("sub", cos, float(a.margin))
+    neg = emit("clamp", [shifted], {"min": 0.0, "max": None}, torch.clamp_min, shifted, 0.0)
+    zero = Const(0.0, cos.dtype)
+    is_pos = scalar("eq", y, 1)
+    is_neg = scalar("eq", y, -1)
+    out_pos = emit("where", [is_pos, pos, zero], {}, lambda c, p: torch.where(c, p, 0.0), is_pos, pos)
+    out_neg = emit("where", [is_neg, neg, zero], {}, lambda c, n: torch.where(c, n, 0.0), is_neg, neg)
+    loss = emit("add", [out_pos, out_neg], {}, torch.add, out_pos, out_neg)
+    if red == "none":
+        steps[-1] = steps[-1]._replace(out=None)
+        return steps
+    return steps + [Emit(red, [loss], {"dims": [], "keepdim": False})]
+
+
 def _gaussian_nll_meta(a):
     """The loss's shape and dtype without torch's own call, whose variance check reads values (.item())."""
     x = a.input

@@ -854,3 +854,27 @@ def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
             return []
     """)
     assert {"clamp", "log", "div", "mean", "sum"} <= ops_of(g)
+
+
+def test_cosine_embedding_loss_imports_and_matches_the_model(tmp_path):
+    """F.cosine_embedding_loss (a C++ callable with no ATen capture torch could trace): torch's formula with its
+    1e-12 terms, a margin, targets of 1 and -1, the three reductions, and 1-d inputs."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Model(nn.Module):
+            def forward(self, a, b, y):
+                return (F.cosine_embedding_loss(a, b, y),
+                        F.cosine_embedding_loss(a, b, y, margin=0.2, reduction="sum"),
+                        F.cosine_embedding_loss(a, -b, y, margin=-0.1, reduction="none"),
+                        F.cosine_embedding_loss(a[0], b[0], y[0]))
+
+        def get_inputs():
+            return [torch.randn(32, 24), torch.randn(32, 24), torch.randint(0, 2, (32,)) * 2 - 1]
+
+        def get_init_inputs():
+            return []
+    """)
+    assert {"sum", "sqrt", "div", "where", "clamp"} <= ops_of(g)
