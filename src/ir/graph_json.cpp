@@ -285,15 +285,21 @@ Json with_view_per_reader(const Graph& g, const Json& j) {
   const auto& nodes = g.nodes();
   // Views whose every reader can read them in place: pointwise ops, reductions, and such views (a slice
   // before an unfold); found from the last node back, as readers come after what they read.
+  // A pointwise reader takes only a view it reads coalesced (fuse_elementwise's rule): a transpose read by two
+  // elementwise ops stays one tiled copy, not two.
   auto is_view = [&](const Node& n) { return !is_pointwise(n) && is_view_op(n.op); };
   std::vector<bool> folds(nodes.size(), false);
   for (size_t n = nodes.size(); n-- > 0;) {
     if (!is_view(nodes[n])) continue;
     if (std::find(g.outputs().begin(), g.outputs().end(), nodes[n].output) != g.outputs().end()) continue;
+    auto view = view_chain(g, nodes[n], is_view);
+    if (!view) continue;
+    const bool coalesced = walks_innermost_contiguously(*view);
     const auto& users = g.users(nodes[n].output);
     folds[n] = !users.empty() && std::all_of(users.begin(), users.end(), [&](int u) {
       const Node& r = nodes[static_cast<size_t>(u)];
-      return is_pointwise(r) || op_info(r.op).family == OpFamily::kReduce || folds[static_cast<size_t>(u)];
+      return (is_pointwise(r) && coalesced) || op_info(r.op).family == OpFamily::kReduce ||
+             folds[static_cast<size_t>(u)];
     });
   }
   std::vector<std::vector<Json>> before(nodes.size());                    // the copies to place before each node

@@ -61,6 +61,13 @@ bool is_view_op(OpId op) {
   }
 }
 
+bool walks_innermost_contiguously(const StridedView& v) {
+  for (size_t d = v.shape.size(); d-- > 0;) {
+    if (v.shape[d] != 1) return v.strides[d] >= -1 && v.strides[d] <= 1;
+  }
+  return true;
+}
+
 StridedView whole_view(const Graph& g, ValueIndex v) {
   StridedView s;
   s.source = v;

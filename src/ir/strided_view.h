@@ -29,6 +29,10 @@ StridedView whole_view(const Graph& g, ValueIndex v);
 // reshape whose sizes cannot be expressed by strides over `in` (torch would copy).
 std::optional<StridedView> apply_view(const Graph& g, const Node& node, const StridedView& in);
 
+// Whether a thread per element of the view, in order, reads its source coalesced: the innermost dim of more
+// than one element has stride 1, -1 or 0 (a transpose of the innermost dim does not).
+bool walks_innermost_contiguously(const StridedView& v);
+
 // The view `node` makes of its input, following views that `follow` admits back to a value they do not
 // admit: the result's source is that value. nullopt when `node` is not a view over strides.
 template <class Follow>

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 
 #include "ir/shape_rules.h"
 #include "ir/strided_view.h"
@@ -121,12 +120,7 @@ bool views_read_coalesced(const ir::Graph& g, const std::vector<int>& nodes) {
     const ir::Node& node = node_at(g, n);
     if (ir::is_pointwise(node) || !ir::is_view_op(node.op)) continue;
     auto view = view_in_kernel(g, n, nodes);
-    if (!view) return false;
-    for (size_t d = view->shape.size(); d-- > 0;) {
-      if (view->shape[d] == 1) continue;
-      if (std::llabs(view->strides[d]) > 1) return false;
-      break;
-    }
+    if (!view || !ir::walks_innermost_contiguously(*view)) return false;
   }
   return true;
 }

@@ -166,6 +166,21 @@ TEST(StridedView, ASharedViewIsCopiedPerReaderSoEachReadsItInPlace) {
                              {"a", "mean", "\"w\"", R"({"dims": [3], "keepdim": false})", "[2, 3, 31]"}},
                             R"("m", "a", "w")"));
   EXPECT_EQ(kept.nodes().size(), 3u);
+  // A transpose two elementwise ops read is not copied: neither could read it coalesced, and two tiled copies
+  // would cost one more pass than one.
+  ir::Graph t = graph_from_text(chain("[8, 64, 96]",
+                                      {{"p", "permute", "\"x\"", R"({"dims": [0, 2, 1]})", "[8, 96, 64]"},
+                                       {"a", "add", "\"p\"", R"({"scalar": 1.0})", "[8, 96, 64]"},
+                                       {"m", "mul", "\"p\"", R"({"scalar": 2.0})", "[8, 96, 64]"}},
+                                      R"("a", "m")"));
+  EXPECT_EQ(t.nodes().size(), 3u);
+  // The same transpose read by two reductions is copied (a reduction reads any strides).
+  ir::Graph r = graph_from_text(chain("[8, 64, 96]",
+                                      {{"p", "permute", "\"x\"", R"({"dims": [0, 2, 1]})", "[8, 96, 64]"},
+                                       {"a", "sum", "\"p\"", R"({"dims": [2], "keepdim": false})", "[8, 96]"},
+                                       {"m", "amax", "\"p\"", R"({"dims": [2], "keepdim": false})", "[8, 96]"}},
+                                      R"("a", "m")"));
+  EXPECT_EQ(r.nodes().size(), 4u);
 }
 
 TEST(StridedView, KernelsThatReadViewsInPlaceBuildWithNvcc) {
