@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from .import_ops import (GRID_SAMPLE_MODES, GRID_SAMPLE_PADDINGS, METADATA_INPLACE, Alias, Const, Emit, Unsupported,
-                         UserError, _clamp_plan, _dtype_cast, _logical, _permute, _scaled, binary, dim, dims, finite,
-                         grid_sample_plan, is_num, shape, tup, write_plan)
+                         UserError, _clamp_plan, _dtype_cast, _logical, _permute, _scaled, _Steps, binary, dim, dims,
+                         finite, grid_sample_plan, is_num, shape, tup, write_plan)
 
 
 class CaptureFailed(Exception):
@@ -406,23 +406,6 @@ def glu(a):
             Emit("sigmoid", [second], {}, gate), Emit("mul", [first, gate], {})]
 
 
-class _Steps:
-    """A plan of several nodes: each call emits one and returns its meta value; done() makes the last one
-    the op's result."""
-
-    def __init__(self, a):
-        self.a, self.steps = a, []
-
-    def __call__(self, op, inputs, attrs, fn, *fargs, **fkw):
-        out = self.a.meta(fn, *fargs, **fkw)
-        self.steps.append(Emit(op, inputs, attrs, out))
-        return out
-
-    def done(self, out=None):
-        self.steps[-1] = self.steps[-1]._replace(out=out)
-        return self.steps
-
-
 def _cmp(b, op, x, v):
     return b(op, [x, None], {"scalar": v, "reverse": False}, getattr(torch, op), x, v)
 
@@ -598,13 +581,9 @@ def _count_below(b, seq, values, right):
     seq (..., K) pairs with values (..., M) on its leading dims (or is 1-D for any values); NaN values count
     all K entries (torch sorts NaN last)."""
     k = int(seq.shape[-1])
-    if seq.dim() == 1:
-        vs = shape(values) + [1]
-        ss = [k]
-    else:
-        vs = shape(values) + [1]
-        ss = shape(seq)[:-1] + [1, k]
+    vs = shape(values) + [1]
     v = b("reshape", [values], {"shape": vs}, torch.reshape, values, vs)
+    ss = shape(seq)[:-1] + [1, k]  # a batched sequence meets its rows' values: (..., 1, K) against (..., M, 1)
     sq = b("reshape", [seq], {"shape": ss}, torch.reshape, seq, ss) if seq.dim() > 1 else seq
     below = b("ge" if right else "gt", [v, sq], {}, torch.ge if right else torch.gt, v, sq)
     n = b("cast", [below], {"dtype": torch.int64}, lambda t: t.to(torch.int64), below)

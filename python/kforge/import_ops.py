@@ -47,6 +47,23 @@ class Alias(NamedTuple):
     out: Any = None
 
 
+class _Steps:
+    """A plan of several nodes: each call emits one and returns its meta value; done() makes the last one
+    the op's result."""
+
+    def __init__(self, a):
+        self.a, self.steps = a, []
+
+    def __call__(self, op, inputs, attrs, fn, *fargs, **fkw):
+        out = self.a.meta(fn, *fargs, **fkw)
+        self.steps.append(Emit(op, inputs, attrs, out))
+        return out
+
+    def done(self, out=None):
+        self.steps[-1] = self.steps[-1]._replace(out=out)
+        return self.steps
+
+
 class Const(NamedTuple):
     """A number used as a tensor operand: becomes a 0-d `full` node of `dtype` (torch's default if None)."""
     value: Any
@@ -896,13 +913,7 @@ def cosine_embedding_loss(a):
     if red not in ("mean", "sum", "none"):
         raise UserError(f"cosine_embedding_loss: reduction '{red}' is not one of 'none', 'mean', 'sum'")
     last = [x1.dim() - 1]
-    m = a.meta
-    steps = []
-
-    def emit(op, inputs, attrs, fn, *args):
-        out = m(fn, *args)
-        steps.append(Emit(op, inputs, attrs, out))
-        return out
+    emit = _Steps(a)
 
     def summed(u, v):
         p = emit("mul", [u, v], {}, torch.mul, u, v)
@@ -928,9 +939,8 @@ def cosine_embedding_loss(a):
     out_neg = emit("where", [is_neg, neg, zero], {}, lambda c, n: torch.where(c, n, 0.0), is_neg, neg)
     loss = emit("add", [out_pos, out_neg], {}, torch.add, out_pos, out_neg)
     if red == "none":
-        steps[-1] = steps[-1]._replace(out=None)
-        return steps
-    return steps + [Emit(red, [loss], {"dims": [], "keepdim": False})]
+        return emit.done()
+    return emit.steps + [Emit(red, [loss], {"dims": [], "keepdim": False})]
 
 
 def _gaussian_nll_meta(a):
@@ -949,31 +959,24 @@ def gaussian_nll_loss(a):
     x, t, v = a.input, a.target, a.var
     if a.reduction not in ("mean", "sum", "none"):
         raise UserError(f"gaussian_nll_loss: reduction '{a.reduction}' is not one of 'none', 'mean', 'sum'")
-    steps = []
+    b = _Steps(a)
     if shape(v) != shape(x) and shape(x)[:-1] == shape(v):  # one variance per row: a trailing dim of 1
-        u = a.meta(torch.unsqueeze, v, -1)
-        steps.append(Emit("reshape", [v], {"shape": shape(u)}, u))
-        v = u
+        v = b("reshape", [v], {"shape": shape(v) + [1]}, torch.unsqueeze, v, -1)
     elif shape(v) != shape(x) and not (shape(x)[:-1] == shape(v)[:-1] and shape(v)[-1:] == [1]):
         raise UserError(f"gaussian_nll_loss: var of shape {shape(v)} fits neither input {shape(x)} nor its rows")
-    c = a.meta(torch.clamp_min, v, a.eps)
-    lg = a.meta(torch.log, c)
-    d = a.meta(torch.sub, x, t)
-    d2 = a.meta(torch.mul, d, d)
-    q = a.meta(torch.div, d2, c)
-    s = a.meta(torch.add, lg, q)
-    h = a.meta(torch.mul, s, 0.5)
-    steps += [Emit("clamp", [v], {"min": a.eps, "max": None}, c), Emit("log", [c], {}, lg),
-              Emit("sub", [x, t], {}, d), Emit("mul", [d, d], {}, d2), Emit("div", [d2, c], {}, q),
-              Emit("add", [lg, q], {}, s), Emit("mul", [s, None], {"scalar": 0.5, "reverse": False}, h)]
+    c = b("clamp", [v], {"min": a.eps, "max": None}, torch.clamp_min, v, a.eps)
+    lg = b("log", [c], {}, torch.log, c)
+    d = b("sub", [x, t], {}, torch.sub, x, t)
+    d2 = b("mul", [d, d], {}, torch.mul, d, d)
+    q = b("div", [d2, c], {}, torch.div, d2, c)
+    h = b("add", [lg, q], {}, torch.add, lg, q)
+    h = b("mul", [h, None], {"scalar": 0.5, "reverse": False}, torch.mul, h, 0.5)
     if a.full:
-        f = a.meta(torch.add, h, 0.5 * math.log(2 * math.pi))
-        steps.append(Emit("add", [h, None], {"scalar": 0.5 * math.log(2 * math.pi), "reverse": False}, f))
-        h = f
+        const = 0.5 * math.log(2 * math.pi)
+        h = b("add", [h, None], {"scalar": const, "reverse": False}, torch.add, h, const)
     if a.reduction == "none":
-        steps[-1] = steps[-1]._replace(out=None)
-        return steps
-    return steps + [Emit(a.reduction, [h], {"dims": [], "keepdim": False})]
+        return b.done()
+    return b.steps + [Emit(a.reduction, [h], {"dims": [], "keepdim": False})]
 
 
 @rule("F.triplet_margin_loss", "anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, "
