@@ -25,6 +25,8 @@
 #                                         on the kernels of KNOB_STRATEGY (cudnn_conv): build_with_knob.py
 #   bench/gpu_run.sh optimize             `kforge optimize --device cuda` live on OPTIMIZE_PROBLEMS, with and
 #                                         without --planned (the agent's GPU evaluations, the result)
+#   bench/gpu_run.sh torchvision          every torchvision classification model (bench/torchvision_suite.py)
+#                                         built and verified (TV_PROTOCOL, TV_LIMIT, TV_ONLY, TV_MAX_PARAMS, TV_TIMED)
 #   bench/gpu_run.sh buildtime            each problem of BUILDTIME_LEVEL (default zoo) built alone and cold beside
 #                                         torch.compile's cold first call (bench/build_time.py; BUILDTIME_ONLY=a,b)
 # EXPORT_NAME names the export check's JSON and log (default export-check; EXPORT_EXTRA "--shard 2/2").
@@ -114,6 +116,17 @@ for part in "$@"; do
         --out /tmp/exports --json "$OUT/${EXPORT_NAME:-export-check}.json" -j "${EXPORT_JOBS:-12}" ${EXPORT_EXTRA:-} > "$OUT/${EXPORT_NAME:-export-check}.txt" 2>&1
       echo "export check: exit $?"; grep -v "^\[" "$OUT/${EXPORT_NAME:-export-check}.txt" | tail -40
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
+    torchvision)
+      # Every torchvision classification model (bench/torchvision_suite.py; TV_ONLY=a,b, TV_MAX_PARAMS millions)
+      # built and verified under TV_PROTOCOL (default cuda-agent), not timed unless TV_TIMED=1; TV_LIMIT seconds.
+      rm -rf /tmp/tv-suite
+      $KFORGE_PYTHON bench/torchvision_suite.py --out /tmp/tv-suite ${TV_ONLY:+--only "$TV_ONLY"} \
+        ${TV_MAX_PARAMS:+--max-params "$TV_MAX_PARAMS"} 2>&1 | tail -1
+      tv_protocol=${TV_PROTOCOL:-cuda-agent}
+      timing=(--no-profile); [ "${TV_TIMED:-0}" = 1 ] && timing=(--trials 10)
+      SUITE=/tmp/tv-suite bench "$tv_protocol" "${TV_LIMIT:-420}" "${timing[@]}"
+      mv "$OUT/bench-$tv_protocol.json" "$OUT/bench-torchvision-$tv_protocol.json"
+      mv "$OUT/bench-$tv_protocol.log" "$OUT/bench-torchvision-$tv_protocol.log" ;;
     buildtime)
       # Each problem of BUILDTIME_LEVEL (default zoo) built alone, cold (runtime units seeded once), beside
       # torch.compile's cold first call in a fresh process (bench/build_time.py; BUILDTIME_ONLY=a,b).
@@ -164,7 +177,7 @@ for part in "$@"; do
         done
       done
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
-    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports, explore, optimize, buildtime)" >&2 ;;
+    *) echo "gpu_run: unknown part '$part' (tests, cuda-agent, kernelbench, threats, probe, kernels, knob-kernels, exports, explore, optimize, torchvision, buildtime)" >&2 ;;
   esac
 done
 # At most 8 files come back from a device call: past that, the logs travel packed in one archive

@@ -628,6 +628,9 @@ class Tracer:
                 break
         try:
             out = self.run(func, *args, **kwargs)
+        except AssertionError as e:  # the model's own check (torch._assert) failed: say what it says
+            raise UserError(f"{self.where()}: the model's assertion failed: {first_line(e)} (with the shapes of "
+                            f"get_inputs() and get_init_inputs(); fix those or the model)") from None
         except Exception:
             raise UserError(msg)
         if not tensors_in(out):

@@ -611,6 +611,14 @@ def test_error_setitem(tmp_path):
                  r"unsupported use of torch\.Tensor\.__setitem__: a write through a slice with step 2")
 
 
+def test_error_model_assertion_says_what_it_checked(tmp_path):
+    """torch._assert of the model's own (torchvision's ViT checks the image size) fails: its message, not
+    "unsupported torch callable"."""
+    msg = expect_error(write_problem(tmp_path, "torch._assert(x.shape[-1] == 5, 'Wrong width!')\nreturn x"),
+                       r"problem\.py:\d+: the model's assertion failed: Wrong width! \(with the shapes of get_inputs\(\)")
+    assert "unsupported" not in msg
+
+
 def test_error_torch_rejects_shapes(tmp_path):
     expect_error(write_problem(tmp_path, "return x @ x"), r"problem\.py:\d+: torch\.Tensor\.matmul: RuntimeError")
 
