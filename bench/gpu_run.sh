@@ -26,7 +26,8 @@
 #   bench/gpu_run.sh optimize             `kforge optimize --device cuda` live on OPTIMIZE_PROBLEMS, with and
 #                                         without --planned (the agent's GPU evaluations, the result)
 #   bench/gpu_run.sh torchvision          every torchvision classification model (bench/torchvision_suite.py)
-#                                         built and verified (TV_PROTOCOL, TV_LIMIT, TV_ONLY, TV_MAX_PARAMS, TV_TIMED)
+#                                         built and verified (TV_FAMILIES, TV_PROTOCOL, TV_LIMIT, TV_ONLY, TV_MAX_PARAMS,
+#                                         TV_TIMED)
 #   bench/gpu_run.sh buildtime            each problem of BUILDTIME_LEVEL (default zoo) built alone and cold beside
 #                                         torch.compile's cold first call (bench/build_time.py; BUILDTIME_ONLY=a,b)
 # EXPORT_NAME names the export check's JSON and log (default export-check; EXPORT_EXTRA "--shard 2/2").
@@ -117,10 +118,12 @@ for part in "$@"; do
       echo "export check: exit $?"; grep -v "^\[" "$OUT/${EXPORT_NAME:-export-check}.txt" | tail -40
       pkill -9 -f 'kforge[.](harness|candidate_worker)' ;;
     torchvision)
-      # Every torchvision classification model (bench/torchvision_suite.py; TV_ONLY=a,b, TV_MAX_PARAMS millions)
+      # Every torchvision model of TV_FAMILIES (default classification; or "all": with segmentation and video) from
+      # bench/torchvision_suite.py (TV_ONLY=a,b, TV_MAX_PARAMS millions)
       # built and verified under TV_PROTOCOL (default cuda-agent), not timed unless TV_TIMED=1; TV_LIMIT seconds.
       rm -rf /tmp/tv-suite
-      $KFORGE_PYTHON bench/torchvision_suite.py --out /tmp/tv-suite ${TV_ONLY:+--only "$TV_ONLY"} \
+      $KFORGE_PYTHON bench/torchvision_suite.py --out /tmp/tv-suite --families "${TV_FAMILIES:-classification}" \
+        ${TV_ONLY:+--only "$TV_ONLY"} \
         ${TV_MAX_PARAMS:+--max-params "$TV_MAX_PARAMS"} 2>&1 | tail -1
       tv_protocol=${TV_PROTOCOL:-cuda-agent}
       timing=(--no-profile); [ "${TV_TIMED:-0}" = 1 ] && timing=(--trials 10)

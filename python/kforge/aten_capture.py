@@ -11,6 +11,7 @@ returning Emit / Alias plans, as import_ops' normalizers do). An in-place ATen o
 is recorded as its out-of-place form; the tracer rebinds the updated tensor and makes every overlapping alias an
 error to use. An ATen op that TABLE lacks makes its results errors to use, naming the op and the user's line.
 """
+import math
 import operator
 import re
 
@@ -614,6 +615,78 @@ def bucketize(a):
     if getattr(a, "out_int32", False):
         last = b.steps[-1].out
         b("cast", [last], {"dtype": torch.int32}, lambda t: t.to(torch.int32), last)
+    return b.done(a.out)
+
+
+@aten_rule("histc")
+def histc(a):
+    """torch.histc(x, bins, min, max): counts of x's elements in `bins` equal bins over [min, max], as torch's
+    kernels bin them: bin = int((x - min) * bins / (max - min)) in x's precision, the last edge counted in the
+    last bin, elements outside the range (and NaN) left out; min == max takes the data's own min and max (widened
+    by 1 each way when they too are equal). Then a scatter_add of ones (integer counts: exact in float up to
+    2**24 per bin)."""
+    x, bins, b = a.self, int(a.bins), _Steps(a)
+    if not x.dtype.is_floating_point:
+        raise Unsupported(f"histc of a {x.dtype} tensor (torch bins floating-point tensors)")
+    if bins <= 0 or x.numel() == 0:
+        raise Unsupported(f"histc with {bins} bins of {x.numel()} elements")
+    dt = x.dtype
+    flat = b("reshape", [x], {"shape": [-1]}, torch.reshape, x, [-1])
+    lo_v = torch.tensor(float(getattr(a, "min", 0)), dtype=dt)
+    hi_v = torch.tensor(float(getattr(a, "max", 0)), dtype=dt)
+    if bool(lo_v == hi_v):  # the data's range (0-d values in the graph)
+        attrs = {"dims": [0], "keepdim": False}
+        lo = b("amin", [flat], attrs, lambda t: torch.amin(t, 0), flat)
+        hi = b("amax", [flat], attrs, lambda t: torch.amax(t, 0), flat)
+        same = b("eq", [lo, hi], {}, torch.eq, lo, hi)
+        lo_w = b("sub", [lo, None], {"scalar": 1, "reverse": False}, torch.sub, lo, 1)
+        hi_w = b("add", [hi, None], {"scalar": 1, "reverse": False}, torch.add, hi, 1)
+        lo = b("where", [same, lo_w, lo], {}, torch.where, same, lo_w, lo)
+        hi = b("where", [same, hi_w, hi], {}, torch.where, same, hi_w, hi)
+        width = b("sub", [hi, lo], {}, torch.sub, hi, lo)
+    else:  # constants rounded to x's precision, the width too, as the kernels compute them
+        lo, hi = Const(float(lo_v), dt), Const(float(hi_v), dt)
+        width = Const(float(hi_v - lo_v), dt)
+    t = lambda v: v if isinstance(v, torch.Tensor) else v.value  # noqa: E731  (a meta value or the constant)
+    shifted = b("sub", [flat, lo], {}, lambda u, v: u - v, flat, t(lo))
+    scaled = b("mul", [shifted, None], {"scalar": bins, "reverse": False}, torch.mul, shifted, bins)
+    pos = b("div", [scaled, width], {}, lambda u, v: u / v, scaled, t(width))
+    idx = b("cast", [pos], {"dtype": torch.int64}, lambda u: u.to(torch.int64), pos)
+    at_end = _cmp(b, "eq", idx, bins)
+    idx = b("where", [at_end, Const(bins - 1, torch.int64), idx], {}, lambda m, u: torch.where(m, bins - 1, u),
+            at_end, idx)
+    above = b("ge", [flat, lo], {}, lambda u, v: u >= v, flat, t(lo))
+    below = b("le", [flat, hi], {}, lambda u, v: u <= v, flat, t(hi))
+    inside = b("logical_and", [above, below], {}, torch.logical_and, above, below)
+    idx = b("where", [inside, idx, Const(0, torch.int64)], {}, lambda m, u: torch.where(m, u, 0), inside, idx)
+    ones = b("cast", [inside], {"dtype": dt}, lambda u: u.to(dt), inside)
+    zeros = b("full", [], {"shape": [bins], "value": 0, "dtype": dt}, torch.zeros, bins, dtype=dt, device="meta")
+    b("scatter_add", [zeros, idx, ones], {"dim": 0}, torch.scatter_add, zeros, 0, idx, ones)
+    return b.done(a.out)
+
+
+@aten_rule("copysign")
+def copysign(a):
+    """torch.copysign(x, y): |x| with the sign of y, -0.0 included (1 / -0.0 is -inf); a NaN y counts as positive
+    (its sign bit is not read: NaN's sign is not something torch's ops set on purpose)."""
+    x, y, b = a.self, a.other, _Steps(a)
+    if not isinstance(y, torch.Tensor):
+        y = Const(float(y), a.out.dtype)
+    if x.dtype != a.out.dtype:  # an integer x is promoted, as torch does
+        x = b("cast", [x], {"dtype": a.out.dtype}, lambda u: u.to(a.out.dtype), x)
+    mag = b("abs", [x], {}, torch.abs, x)
+    if isinstance(y, Const):
+        if math.copysign(1.0, y.value) < 0:
+            b("neg", [mag], {}, torch.neg, mag)
+        else:
+            b("identity", [mag], {}, lambda u: u.clone(), mag)
+        return b.done(a.out)
+    neg_y = _cmp(b, "lt", y, 0)
+    inv = b("reciprocal", [y], {}, torch.reciprocal, y)
+    neg_zero = _cmp(b, "lt", inv, 0)  # -0.0: its reciprocal is -inf; for y != 0 the same sign as y
+    flip = b("logical_or", [neg_y, neg_zero], {}, torch.logical_or, neg_y, neg_zero)
+    minus = b("neg", [mag], {}, torch.neg, mag)
+    b("where", [flip, minus, mag], {}, torch.where, flip, minus, mag)
     return b.done(a.out)
 
 

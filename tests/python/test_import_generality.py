@@ -833,6 +833,36 @@ def test_any_all_isin_bucketize_searchsorted_quantile_import_and_match_the_model
     assert {"sum", "ne", "eq", "gt", "ge", "isnan", "where", "sort"} <= ops_of(g)
 
 
+def test_histc_and_copysign_import_and_match_the_model(tmp_path):
+    """torch.histc with a given range (values outside it, on its edges, NaN) and with the data's own range (and a
+    constant tensor, whose range torch widens by 1), as a scatter_add of ones; torch.copysign with -0.0, zeros
+    and a scalar sign, as abs, neg and where."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, y):
+                given = torch.histc(x, bins=10, min=-1.5, max=1.5)
+                own = torch.histc(x[4:], bins=7)
+                flat = torch.histc(torch.zeros_like(y) + 2.0, bins=5)
+                signs = torch.copysign(x, y)
+                scalar = torch.copysign(x, -0.0) + torch.copysign(y, 2.0)
+                return given, own, flat, signs, scalar
+
+        def get_inputs():
+            x = torch.randn(16, 64)
+            x[0, :5] = torch.tensor([-1.5, 1.5, 0.0, float("nan"), 3.0])
+            y = torch.randn(16, 64)
+            y[1, :4] = torch.tensor([0.0, -0.0, float("-inf"), float("inf")])
+            return [x, y]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert {"scatter_add", "amin", "amax", "where", "abs", "neg"} <= ops_of(g)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
