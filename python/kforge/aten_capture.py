@@ -690,6 +690,44 @@ def copysign(a):
     return b.done(a.out)
 
 
+def _scalar_op(b, op, x, v):
+    return b(op, [x, None], {"scalar": v, "reverse": False}, getattr(torch, op), x, v)
+
+
+@aten_rule("tril_indices triu_indices")
+def tril_triu_indices(a):
+    """torch.tril_indices / triu_indices(row, col, offset): the (2, K) coordinates of the kept entries of a
+    row x col matrix in row-major order (DLRM's pairwise feature interactions pick them), made from ops: every
+    position p (a cumulative sum of ones), its row p // col and column p % col, kept where column - row <= offset
+    (tril) or >= offset (triu); each kept position goes to slot (running count of kept - 1) by a scatter, the
+    others to a spare slot K that is sliced off."""
+    row, col, offset = int(a.row), int(a.col), int(getattr(a, "offset", 0))
+    k, dt, b = int(a.out.shape[1]), a.out.dtype, _Steps(a)
+    n = row * col
+    if k == 0 or n == 0:
+        raise Unsupported(f"an empty result ({row} x {col}, offset {offset})")
+    i64 = torch.int64
+    ones = b("full", [], {"shape": [n], "value": 1, "dtype": i64}, torch.ones, n, dtype=i64, device="meta")
+    pos = _scalar_op(b, "sub", b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0), 1)
+    r = _scalar_op(b, "floor_divide", pos, col)
+    c = _scalar_op(b, "remainder", pos, col)
+    diag = b("sub", [c, r], {}, torch.sub, c, r)
+    keep = _cmp(b, "le" if a.aten_name == "tril_indices" else "ge", diag, offset)
+    kept = b("cast", [keep], {"dtype": i64}, lambda t: t.to(i64), keep)
+    slot = _scalar_op(b, "sub", b("cumsum", [kept], {"dim": 0}, torch.cumsum, kept, 0), 1)
+    slot = b("where", [keep, slot, Const(k, i64)], {}, lambda m, t: torch.where(m, t, k), keep, slot)
+    rows = []
+    for coord in (r, c):
+        spare = b("full", [], {"shape": [k + 1], "value": 0, "dtype": i64}, torch.zeros, k + 1, dtype=i64,
+                  device="meta")
+        put = b("scatter", [spare, slot, coord], {"dim": 0}, torch.scatter, spare, 0, slot, coord)
+        rows.append(b("slice", [put], {"dim": 0, "start": 0, "end": k, "step": 1}, lambda t: t[:k], put))
+    out = b("stack", rows, {"dim": 0}, lambda u, v: torch.stack([u, v]), *rows)
+    if dt != i64:
+        b("cast", [out], {"dtype": dt}, lambda t: t.to(dt), out)
+    return b.done(a.out)
+
+
 @aten_rule("_cdist_forward")
 def cdist(a):
     """torch.cdist(x1 (..., P, M), x2 (..., R, M), p): the p-norm of every difference x1[i] - x2[j], taken from the

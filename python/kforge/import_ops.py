@@ -1165,30 +1165,120 @@ NAMES[tensor_setitem] = "Tensor.__setitem__"
 
 
 def _index_select_plan(a, x, idx):
-    """x[..., index, ...] with one integer index tensor and full slices elsewhere -> index_select (+ reshapes)."""
+    """x[..., index, ...] with one integer index tensor and full slices elsewhere -> index_select (+ reshapes) of
+    the index with its negative entries counted from the end."""
     k = next(i for i, item in enumerate(idx) if isinstance(item, torch.Tensor))
     index, others = idx[k], idx[:k] + idx[k + 1:]
     if (index.dtype not in (torch.int64, torch.int32) or others.count(Ellipsis) > 1
             or any(o is not Ellipsis and o != slice(None) for o in others)):
         raise Unsupported("advanced indexing other than one integer index tensor among full slices")
     d = x.dim() - len(idx) + k if Ellipsis in idx[:k] else k
+    b, size = _Steps(a), int(x.shape[d])
+    # torch counts a negative index from the end (index_select does not): index + size where index < 0
+    neg = b("lt", [index, None], {"scalar": 0, "reverse": False}, torch.lt, index, 0)
+    up = b("add", [index, None], {"scalar": size, "reverse": False}, torch.add, index, size)
+    index = b("where", [neg, up, index], {}, torch.where, neg, up, index)
     if index.dim() == 1:
-        return Emit("index_select", [x, index], {"dim": d})
-    flat = a.meta(index.reshape, [index.numel()])
-    picked = a.meta(torch.index_select, x, d, flat)
-    return [Emit("reshape", [index], {"shape": [index.numel()]}, flat),
-            Emit("index_select", [x, flat], {"dim": d}, picked), Emit("reshape", [picked], {"shape": shape(a.out)})]
+        b("index_select", [x, index], {"dim": d}, torch.index_select, x, d, index)
+        return b.done()
+    flat = b("reshape", [index], {"shape": [index.numel()]}, torch.reshape, index, [index.numel()])
+    picked = b("index_select", [x, flat], {"dim": d}, torch.index_select, x, d, flat)
+    b("reshape", [picked], {"shape": shape(a.out)}, torch.reshape, picked, shape(a.out))
+    return b.done()
 
 
-@rule("Tensor.__getitem__", "input, index", "select slice reshape index_select",
+def _advanced_index_plan(a, x, idx):
+    """x[...] with integer index tensors (several, broadcast together, ints among them counted as 0-d ones) and
+    slices: torch's (NumPy's) advanced indexing as one index_select. The slices are taken first; the indexed dims
+    are moved to the front when slices separate them (the result then starts with the index shape, as torch's);
+    each index (negative ones wrapped) times its dim's stride in the indexed block gives one linear index into
+    that block, flattened to one dim; an index outside its dim makes the linear index out of range, so the
+    index_select traps as torch raises. Boolean masks (a result shape that depends on the values) and None
+    among index tensors are refused."""
+    if any(item is None for item in idx):
+        raise Unsupported("advanced indexing with None among index tensors")
+    for item in idx:
+        if isinstance(item, torch.Tensor) and (item.dtype == torch.bool or item.dtype == torch.uint8):
+            raise Unsupported("a boolean mask index (the result's shape depends on the mask's values; "
+                              "torch.where(mask, x, other) keeps the shape)")
+        if isinstance(item, torch.Tensor) and item.dtype not in (torch.int64, torch.int32):
+            raise Unsupported(f"an index tensor of {item.dtype}")
+        if not (isinstance(item, (torch.Tensor, slice)) or item is Ellipsis or hasattr(item, "__index__")) \
+                or isinstance(item, bool):
+            raise Unsupported(f"advanced indexing with {type(item).__name__}")
+    consumed = sum(1 for item in idx if item is not Ellipsis)
+    items = []
+    for item in idx:
+        items += [slice(None)] * (x.dim() - consumed) if item is Ellipsis else [item]
+    items += [slice(None)] * (x.dim() - len(items))
+    b, cur, i64 = _Steps(a), x, torch.int64
+    for d, item in enumerate(items):  # the basic slices first: each keeps its dim
+        if isinstance(item, slice):
+            size = int(cur.shape[d])
+            start, stop, step = item.indices(size)
+            if (start, stop, step) != (0, size, 1):
+                cur = b("slice", [cur], {"dim": d, "start": start, "end": max(stop, start), "step": step},
+                        lambda t, d=d, item=item: t[(slice(None),) * d + (item,)], cur)
+    adv = [d for d, item in enumerate(items) if not isinstance(item, slice)]
+    if adv != list(range(adv[0], adv[-1] + 1)):  # separated by slices: the indexed dims go first
+        perm = adv + [d for d in range(cur.dim()) if d not in adv]
+        cur = b("permute", [cur], {"dims": perm}, lambda t: t.permute(perm), cur)
+        items, pos = [items[d] for d in perm], 0
+    else:
+        pos = adv[0]
+    m = len(adv)
+    sizes = [int(cur.shape[pos + j]) for j in range(m)]
+    total, stride, offset, lin, valid = math.prod(sizes), 1, 0, None, None
+    for j in reversed(range(m)):
+        item, size = items[pos + j], sizes[j]
+        if not isinstance(item, torch.Tensor):
+            v = int(item.__index__())
+            if not -size <= v < size:
+                raise Unsupported(f"index {v} is out of range for a dim of {size}")
+            offset += (v + size if v < 0 else v) * stride
+        else:
+            t = item if item.dtype == i64 else b("cast", [item], {"dtype": i64}, lambda u: u.to(i64), item)
+            neg = b("lt", [t, None], {"scalar": 0, "reverse": False}, torch.lt, t, 0)
+            up = b("add", [t, None], {"scalar": size, "reverse": False}, torch.add, t, size)
+            t = b("where", [neg, up, t], {}, torch.where, neg, up, t)
+            low = b("ge", [t, None], {"scalar": 0, "reverse": False}, torch.ge, t, 0)
+            high = b("lt", [t, None], {"scalar": size, "reverse": False}, torch.lt, t, size)
+            ok = b("logical_and", [low, high], {}, torch.logical_and, low, high)
+            valid = ok if valid is None else b("logical_and", [valid, ok], {}, torch.logical_and, valid, ok)
+            if stride != 1:
+                t = b("mul", [t, None], {"scalar": stride, "reverse": False}, torch.mul, t, stride)
+            lin = t if lin is None else b("add", [lin, t], {}, torch.add, lin, t)
+        stride *= size
+    if offset:
+        lin = b("add", [lin, None], {"scalar": offset, "reverse": False}, torch.add, lin, offset)
+    lin = b("where", [valid, lin, Const(total, i64)], {}, lambda ok, u: torch.where(ok, u, total), valid, lin)
+    before, after, index_shape = shape(cur)[:pos], shape(cur)[pos + m:], shape(lin)
+    block = before + [total] + after
+    cur = b("reshape", [cur], {"shape": block}, torch.reshape, cur, block)
+    n = math.prod(index_shape)
+    flat = b("reshape", [lin], {"shape": [n]}, torch.reshape, lin, [n])
+    picked = b("index_select", [cur, flat], {"dim": pos}, torch.index_select, cur, pos, flat)
+    result = before + index_shape + after
+    b("reshape", [picked], {"shape": result}, torch.reshape, picked, result)
+    return b.done()
+
+
+@rule("Tensor.__getitem__", "input, index",
+      "select slice reshape index_select permute cast lt ge add mul where logical_and",
       objs=[("Tensor.__getitem__", tensor_getitem)])
 def getitem(a):
     """Basic indexing (ints, slices, None, ...) -> a chain of select/slice/reshape nodes; one integer index
-    tensor among full slices -> index_select."""
+    tensor among full slices -> index_select; any other integer index tensors -> _advanced_index_plan."""
     x = a.input
     idx = a.index if isinstance(a.index, tuple) else (a.index,)
-    if sum(isinstance(item, torch.Tensor) for item in idx) == 1 and not any(item is None for item in idx):
-        return _index_select_plan(a, x, idx)
+    tensors = sum(isinstance(item, torch.Tensor) for item in idx)
+    if tensors == 1 and not any(item is None for item in idx):
+        try:
+            return _index_select_plan(a, x, idx)
+        except Unsupported:
+            return _advanced_index_plan(a, x, idx)
+    if tensors:
+        return _advanced_index_plan(a, x, idx)
     for item in idx:
         if isinstance(item, (torch.Tensor, list, bool)) or not (
                 item is None or item is Ellipsis or isinstance(item, slice) or hasattr(item, "__index__")):

@@ -863,6 +863,42 @@ def test_histc_and_copysign_import_and_match_the_model(tmp_path):
     assert {"scatter_add", "amin", "amax", "where", "abs", "neg"} <= ops_of(g)
 
 
+def test_advanced_indexing_and_tril_indices_import_and_match_the_model(tmp_path):
+    """Integer index tensors in any of torch's advanced-indexing forms: two broadcast together (DLRM's pairwise
+    interactions through tril_indices / triu_indices), negative indices, an int among them, separated by a slice
+    (the index dims go first), after a sliced dim, int32 indices, a 2-d index beside an Ellipsis."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("rows", torch.tensor([0, 3, -1, 2]))
+                self.register_buffer("cols", torch.tensor([[1], [4], [-2]]))
+                self.register_buffer("small", torch.tensor([2, 0, 1], dtype=torch.int32))
+
+            def forward(self, z, x):
+                li, lj = torch.tril_indices(6, 6, offset=-1)
+                ui, uj = torch.triu_indices(5, 7, offset=2)
+                pairs = z[:, li, lj]
+                upper = x[:, ui, uj]
+                grid = x[:, self.cols, self.rows]
+                mixed = x[1, self.rows, 2:5]
+                apart = x[self.small, 1:4, self.rows[:3]]
+                sliced = x[:, 1:, self.small]
+                tail = z[..., self.cols]
+                return pairs, upper, grid, mixed, apart, sliced, tail
+
+        def get_inputs():
+            return [torch.randn(8, 6, 6), torch.randn(4, 5, 7)]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert {"index_select", "scatter", "where"} <= ops_of(g)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
