@@ -1187,14 +1187,14 @@ def _index_select_plan(a, x, idx):
     return b.done()
 
 
-def _advanced_index_plan(a, x, idx):
-    """x[...] with integer index tensors (several, broadcast together, ints among them counted as 0-d ones) and
-    slices: torch's (NumPy's) advanced indexing as one index_select. The slices are taken first; the indexed dims
-    are moved to the front when slices separate them (the result then starts with the index shape, as torch's);
-    each index (negative ones wrapped) times its dim's stride in the indexed block gives one linear index into
-    that block, flattened to one dim; an index outside its dim makes the linear index out of range, so the
-    index_select traps as torch raises. Boolean masks (a result shape that depends on the values) and None
-    among index tensors are refused."""
+def _linear_index(b, x, idx, write=False):
+    """The shared part of reads and writes through integer index tensors (torch's, NumPy's advanced indexing;
+    ints among them count as 0-d index tensors): the basic slices taken (a write allows only full ones), the
+    indexed dims moved to the front when slices separate them, and one linear int64 index into the block of the
+    indexed dims: each index, negative ones wrapped, times its dim's stride in the block, all broadcast together;
+    an entry outside its dim makes it `total`, out of range, so the kernel that uses it traps as torch raises.
+    Returns (cur, perm, pos, m, lin, total): cur is x sliced and permuted (by perm, or None), its dims
+    pos .. pos + m - 1 the indexed ones. Boolean masks and None among index tensors are refused."""
     if any(item is None for item in idx):
         raise Unsupported("advanced indexing with None among index tensors")
     for item in idx:
@@ -1211,12 +1211,14 @@ def _advanced_index_plan(a, x, idx):
     for item in idx:
         items += [slice(None)] * (x.dim() - consumed) if item is Ellipsis else [item]
     items += [slice(None)] * (x.dim() - len(items))
-    b, cur, i64 = _Steps(a), x, torch.int64
+    cur, i64, perm = x, torch.int64, None
     for d, item in enumerate(items):  # the basic slices first: each keeps its dim
         if isinstance(item, slice):
             size = int(cur.shape[d])
             start, stop, step = item.indices(size)
             if (start, stop, step) != (0, size, 1):
+                if write:
+                    raise Unsupported("a write through index tensors beside a partial slice")
                 cur = b("slice", [cur], {"dim": d, "start": start, "end": max(stop, start), "step": step},
                         lambda t, d=d, item=item: t[(slice(None),) * d + (item,)], cur)
     adv = [d for d, item in enumerate(items) if not isinstance(item, slice)]
@@ -1252,15 +1254,70 @@ def _advanced_index_plan(a, x, idx):
     if offset:
         lin = b("add", [lin, None], {"scalar": offset, "reverse": False}, torch.add, lin, offset)
     lin = b("where", [valid, lin, Const(total, i64)], {}, lambda ok, u: torch.where(ok, u, total), valid, lin)
+    return cur, perm, pos, m, lin, total
+
+
+def _merged_block(b, cur, pos, m, total):
+    """cur with its dims pos .. pos + m - 1 merged into one of `total`."""
+    block = shape(cur)[:pos] + [total] + shape(cur)[pos + m:]
+    return b("reshape", [cur], {"shape": block}, torch.reshape, cur, block)
+
+
+def _advanced_index_plan(a, x, idx):
+    """x[...] with integer index tensors and slices (_linear_index) as one index_select of the linear index from
+    x's indexed dims merged into one; the result has the index shape where the indexed dims were (first, when
+    slices separated them, as torch's)."""
+    b = _Steps(a)
+    cur, _, pos, m, lin, total = _linear_index(b, x, idx)
     before, after, index_shape = shape(cur)[:pos], shape(cur)[pos + m:], shape(lin)
-    block = before + [total] + after
-    cur = b("reshape", [cur], {"shape": block}, torch.reshape, cur, block)
+    block = _merged_block(b, cur, pos, m, total)
     n = math.prod(index_shape)
     flat = b("reshape", [lin], {"shape": [n]}, torch.reshape, lin, [n])
-    picked = b("index_select", [cur, flat], {"dim": pos}, torch.index_select, cur, pos, flat)
+    picked = b("index_select", [block, flat], {"dim": pos}, torch.index_select, block, pos, flat)
     result = before + index_shape + after
     b("reshape", [picked], {"shape": result}, torch.reshape, picked, result)
     return b.done()
+
+
+class _MetaOnly:
+    """What _Steps needs of a rule's arguments when a plan has only the meta runner (write_plan's callers)."""
+
+    def __init__(self, meta):
+        self.meta = meta
+
+
+def _indexed_write_plan(x, idx, value, meta, target):
+    """x[index tensors] = value (torch's index_put without accumulate): the same linear index as a read
+    (_linear_index; full slices only beside the index tensors), expanded over the dims after the indexed block,
+    and a scatter of the value (broadcast to what the read would give, cast to x's dtype) into x's indexed dims
+    merged into one; then back to x's shape (and dim order). With a repeated index one of the writes wins,
+    unspecified, as torch's."""
+    b = _Steps(_MetaOnly(meta))
+    cur, perm, pos, m, lin, total = _linear_index(b, x, idx, write=True)
+    before, after, index_shape = shape(cur)[:pos], shape(cur)[pos + m:], shape(lin)
+    n = math.prod(index_shape)
+    block = _merged_block(b, cur, pos, m, total)
+    read_shape = before + index_shape + after
+    if is_num(value):
+        v = b("full", [], {"shape": read_shape, "value": finite(value, "value"), "dtype": x.dtype}, torch.full,
+              read_shape, value, dtype=x.dtype, device="meta")
+    else:
+        if value.dtype != x.dtype:
+            value = b("cast", [value], {"dtype": x.dtype}, lambda u: u.to(x.dtype), value)
+        if shape(value) != read_shape:
+            value = b("expand", [value], {"shape": read_shape}, lambda u: u.expand(read_shape), value)
+        v = value
+    src_shape = before + [n] + after
+    src = b("reshape", [v], {"shape": src_shape}, torch.reshape, v, src_shape)
+    lin_shape = [1] * len(before) + [n] + [1] * len(after)
+    where = b("reshape", [lin], {"shape": lin_shape}, torch.reshape, lin, lin_shape)
+    where = b("expand", [where], {"shape": src_shape}, lambda u: u.expand(src_shape), where)
+    put = b("scatter", [block, where, src], {"dim": pos}, torch.scatter, block, pos, where, src)
+    out = b("reshape", [put], {"shape": shape(cur)}, torch.reshape, put, shape(cur))
+    if perm is not None:
+        back = [perm.index(d) for d in range(len(perm))]
+        out = b("permute", [out], {"dims": back}, lambda u: u.permute(back), out)
+    return b.done(target)
 
 
 @rule("Tensor.__getitem__", "input, index",
@@ -1696,9 +1753,12 @@ def _value_as(x, value, view_shape, meta, steps):
 
 def write_plan(x, index, value, meta, target):
     """x[index] = value as nodes whose last value is bound to `target`: slices of x around the written
-    region, concatenated back together per restricted dim; a bool mask over x's leading dims -> where."""
+    region, concatenated back together per restricted dim; a bool mask over x's leading dims -> where; integer
+    index tensors -> _indexed_write_plan (a scatter)."""
     idx = index if isinstance(index, tuple) else (index,)
     steps = []
+    if any(isinstance(i, torch.Tensor) and i.dtype in (torch.int64, torch.int32) for i in idx):
+        return _indexed_write_plan(x, idx, value, meta, target)
     if len(idx) == 1 and isinstance(idx[0], torch.Tensor) and idx[0].dtype == torch.bool:
         mask = idx[0]
         if shape(mask) != shape(x)[:mask.dim()]:
@@ -1747,7 +1807,8 @@ def write_plan(x, index, value, meta, target):
     return steps
 
 
-@rule("Tensor.__setitem__", "input, index, value", "slice cat reshape expand cast full where",
+@rule("Tensor.__setitem__", "input, index, value",
+      "slice cat reshape expand cast full where permute lt ge add mul logical_and scatter",
       objs=[("Tensor.__setitem__", tensor_setitem)])
 def setitem(a):
     return write_plan(a.input, a.index, a.value, a.meta, a.input)

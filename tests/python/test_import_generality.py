@@ -899,6 +899,42 @@ def test_advanced_indexing_and_tril_indices_import_and_match_the_model(tmp_path)
     assert {"index_select", "scatter", "where"} <= ops_of(g)
 
 
+def test_writes_through_index_tensors_import_and_match_the_model(tmp_path):
+    """x[idx] = v (torch's index_put): rows by a 1-d index with a broadcast value, negative entries, a number;
+    two index tensors with an int among them; index tensors separated by a full slice; an int32 index; a value of
+    another dtype (cast). Each as a scatter of the linear index into x's indexed dims merged into one."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("rows", torch.tensor([0, 5, -2]))
+                self.register_buffer("cols", torch.tensor([1, 3, 6, 2], dtype=torch.int32))
+
+            def forward(self, x, v, w):
+                a = x.clone()
+                a[self.rows] = v
+                b = x.clone()
+                b[self.rows, 2] = -1.5
+                c = x.clone()
+                c[self.rows[:2], :, ] = w[:2]
+                d = x.clone().reshape(4, 2, 7)
+                d[self.cols[:2], :, self.cols[2:]] = 7
+                e = torch.zeros(8, 7, dtype=torch.int64)
+                e[:, self.cols] = self.rows[:1]
+                return a, b, c, d, e
+
+        def get_inputs():
+            return [torch.randn(8, 7), torch.randn(7), torch.randn(3, 7)]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert "scatter" in ops_of(g)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
