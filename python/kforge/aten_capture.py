@@ -20,7 +20,8 @@ import torch.nn.functional as F
 
 from .import_ops import (GRID_SAMPLE_MODES, GRID_SAMPLE_PADDINGS, METADATA_INPLACE, Alias, Const, Emit, Unsupported,
                          UserError, _clamp_plan, _dtype_cast, _logical, _permute, _scaled, _Steps, binary, dim, dims,
-                         finite, grid_sample_plan, is_num, shape, tup, write_plan)
+                         _advanced_index_plan, _indexed_write_plan, finite, grid_sample_plan, is_num, shape, tup,
+                         write_plan)
 
 
 class CaptureFailed(Exception):
@@ -726,6 +727,44 @@ def tril_triu_indices(a):
     if dt != i64:
         b("cast", [out], {"dtype": dt}, lambda t: t.to(dt), out)
     return b.done(a.out)
+
+
+def _index_items(indices):
+    """ATen's index list (None for a dim taken whole) as a Python index tuple."""
+    return tuple(slice(None) if i is None else i for i in indices)
+
+
+@aten_rule("index")
+def index(a):
+    """aten.index (x[tensors] inside a captured C++ callable or a decomposition): the importer's read plan."""
+    return _advanced_index_plan(a, a.self, _index_items(a.indices))
+
+
+@aten_rule("index_put")
+def index_put(a):
+    """aten.index_put (x[tensors] = v, accumulate adds duplicates up): the importer's write plan."""
+    return _indexed_write_plan(a.self, _index_items(a.indices), a.values, a.meta, None,
+                               accumulate=bool(getattr(a, "accumulate", False)))
+
+
+@aten_rule("index_add index_copy index_fill")
+def index_along_dim(a):
+    """Tensor.index_add / index_copy / index_fill along one dim: an index_put with the index at that dim
+    (index_add accumulates source * alpha; index_fill writes a number)."""
+    d = dim(a.dim, a.self.dim())
+    idx = (slice(None),) * d + (a.index,)
+    if a.aten_name == "index_fill":
+        if isinstance(a.value, torch.Tensor):
+            raise Unsupported("index_fill with a tensor value")
+        return _indexed_write_plan(a.self, idx, a.value, a.meta, None)
+    source, steps = a.source, []
+    alpha = getattr(a, "alpha", 1)
+    if a.aten_name == "index_add" and alpha != 1:
+        scaled = a.meta(torch.mul, source, alpha)
+        steps.append(Emit("mul", [source, None], {"scalar": finite(alpha, "alpha"), "reverse": False}, scaled))
+        source = scaled
+    # source has x's shape with len(index) at dim d: what x[(:,) * d + (index,)] reads, so it is the value
+    return steps + _indexed_write_plan(a.self, idx, source, a.meta, None, accumulate=a.aten_name == "index_add")
 
 
 @aten_rule("_cdist_forward")

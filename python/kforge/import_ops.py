@@ -1286,8 +1286,8 @@ class _MetaOnly:
         self.meta = meta
 
 
-def _indexed_write_plan(x, idx, value, meta, target):
-    """x[index tensors] = value (torch's index_put without accumulate): the same linear index as a read
+def _indexed_write_plan(x, idx, value, meta, target, accumulate=False):
+    """x[index tensors] = value (torch's index_put; with accumulate a scatter_add): the same linear index as a read
     (_linear_index; full slices only beside the index tensors), expanded over the dims after the indexed block,
     and a scatter of the value (broadcast to what the read would give, cast to x's dtype) into x's indexed dims
     merged into one; then back to x's shape (and dim order). With a repeated index one of the writes wins,
@@ -1312,7 +1312,8 @@ def _indexed_write_plan(x, idx, value, meta, target):
     lin_shape = [1] * len(before) + [n] + [1] * len(after)
     where = b("reshape", [lin], {"shape": lin_shape}, torch.reshape, lin, lin_shape)
     where = b("expand", [where], {"shape": src_shape}, lambda u: u.expand(src_shape), where)
-    put = b("scatter", [block, where, src], {"dim": pos}, torch.scatter, block, pos, where, src)
+    op = "scatter_add" if accumulate else "scatter"
+    put = b(op, [block, where, src], {"dim": pos}, getattr(torch, op), block, pos, where, src)
     out = b("reshape", [put], {"shape": shape(cur)}, torch.reshape, put, shape(cur))
     if perm is not None:
         back = [perm.index(d) for d in range(len(perm))]

@@ -935,6 +935,37 @@ def test_writes_through_index_tensors_import_and_match_the_model(tmp_path):
     assert "scatter" in ops_of(g)
 
 
+def test_index_put_add_copy_fill_import_and_match_the_model(tmp_path):
+    """Tensor.index_put_ (accumulate or not), index_add (repeated indices add up; alpha), index_copy, index_fill
+    along a middle dim: ATen's index ops through the same linear index as x[idx] (scatter, scatter_add)."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("idx", torch.tensor([4, 0, 4, 2]))
+                self.register_buffer("once", torch.tensor([3, 1]))
+
+            def forward(self, x, src, v):
+                a = x.clone().index_put_((self.idx,), v, accumulate=True)
+                b = x.clone().index_put_((self.once, self.once), torch.tensor(2.5))
+                c = x.index_add(1, self.idx, src, alpha=0.5)
+                d = x.index_copy(1, self.once, src[:, :2])
+                e = x.index_fill(1, self.once, -3.0)
+                return a, b, c, d, e
+
+        def get_inputs():
+            return [torch.randint(-4, 4, (6, 5, 3)).float(), torch.randint(-4, 4, (6, 4, 3)).float(),
+                    torch.randint(-4, 4, (5, 3)).float()]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert {"scatter", "scatter_add"} <= ops_of(g)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
