@@ -695,37 +695,68 @@ def _scalar_op(b, op, x, v):
     return b(op, [x, None], {"scalar": v, "reverse": False}, getattr(torch, op), x, v)
 
 
-@aten_rule("tril_indices triu_indices")
-def tril_triu_indices(a):
-    """torch.tril_indices / triu_indices(row, col, offset): the (2, K) coordinates of the kept entries of a
-    row x col matrix in row-major order (DLRM's pairwise feature interactions pick them), made from ops: every
-    position p (a cumulative sum of ones), its row p // col and column p % col, kept where column - row <= offset
-    (tril) or >= offset (triu); each kept position goes to slot (running count of kept - 1) by a scatter, the
-    others to a spare slot K that is sliced off."""
-    row, col, offset = int(a.row), int(a.col), int(getattr(a, "offset", 0))
-    k, dt, b = int(a.out.shape[1]), a.out.dtype, _Steps(a)
-    n = row * col
-    if k == 0 or n == 0:
-        raise Unsupported(f"an empty result ({row} x {col}, offset {offset})")
-    i64 = torch.int64
+def _triangle_coords(b, row, col, offset, lower):
+    """Row and column (int64, K each) of the kept entries of a row x col matrix in row-major order (tril: column -
+    row <= offset; triu: >= offset), made from ops: every position p (a cumulative sum of ones), its row p // col
+    and column p % col, kept by a compare; each kept position goes to slot (running count of kept - 1) by a
+    scatter, the others to a spare slot K that is sliced off."""
+    i64, n = torch.int64, row * col
+    k = sum(1 for r in range(row) for c in range(col) if ((c - r <= offset) if lower else (c - r >= offset)))
+    if k == 0:
+        raise Unsupported(f"an empty triangle ({row} x {col}, offset {offset})")
     ones = b("full", [], {"shape": [n], "value": 1, "dtype": i64}, torch.ones, n, dtype=i64, device="meta")
     pos = _scalar_op(b, "sub", b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0), 1)
     r = _scalar_op(b, "floor_divide", pos, col)
     c = _scalar_op(b, "remainder", pos, col)
     diag = b("sub", [c, r], {}, torch.sub, c, r)
-    keep = _cmp(b, "le" if a.aten_name == "tril_indices" else "ge", diag, offset)
+    keep = _cmp(b, "le" if lower else "ge", diag, offset)
     kept = b("cast", [keep], {"dtype": i64}, lambda t: t.to(i64), keep)
     slot = _scalar_op(b, "sub", b("cumsum", [kept], {"dim": 0}, torch.cumsum, kept, 0), 1)
     slot = b("where", [keep, slot, Const(k, i64)], {}, lambda m, t: torch.where(m, t, k), keep, slot)
-    rows = []
+    coords = []
     for coord in (r, c):
         spare = b("full", [], {"shape": [k + 1], "value": 0, "dtype": i64}, torch.zeros, k + 1, dtype=i64,
                   device="meta")
         put = b("scatter", [spare, slot, coord], {"dim": 0}, torch.scatter, spare, 0, slot, coord)
-        rows.append(b("slice", [put], {"dim": 0, "start": 0, "end": k, "step": 1}, lambda t: t[:k], put))
+        coords.append(b("slice", [put], {"dim": 0, "start": 0, "end": k, "step": 1}, lambda t: t[:k], put))
+    return coords
+
+
+@aten_rule("tril_indices triu_indices")
+def tril_triu_indices(a):
+    """torch.tril_indices / triu_indices(row, col, offset): the (2, K) coordinates of _triangle_coords (DLRM's
+    pairwise feature interactions pick them)."""
+    row, col, offset = int(a.row), int(a.col), int(getattr(a, "offset", 0))
+    dt, b = a.out.dtype, _Steps(a)
+    if row * col == 0:
+        raise Unsupported(f"an empty result ({row} x {col}, offset {offset})")
+    rows = _triangle_coords(b, row, col, offset, a.aten_name == "tril_indices")
     out = b("stack", rows, {"dim": 0}, lambda u, v: torch.stack([u, v]), *rows)
-    if dt != i64:
+    if dt != torch.int64:
         b("cast", [out], {"dtype": dt}, lambda t: t.to(dt), out)
+    return b.done(a.out)
+
+
+@aten_rule("_pdist_forward")
+def pdist(a):
+    """F.pdist(x (N, M), p): the p-norm distances of every pair i < j in row-major order: cdist's broadcast
+    differences and norm over the features (N x N), then the strict upper triangle's entries (_triangle_coords)
+    read by one index_select of row * N + column."""
+    x, p = a.self, float(a.p)
+    if x.dim() != 2 or p != p or p < 0:
+        raise Unsupported(f"pdist of a {x.dim()}-d input with p={p}")
+    n, b = int(x.shape[0]), _Steps(a)
+    if n < 2:
+        raise Unsupported(f"pdist of {n} row(s)")
+    u1 = b("reshape", [x], {"shape": [n, 1, -1]}, torch.reshape, x, [n, 1, -1])
+    u2 = b("reshape", [x], {"shape": [1, n, -1]}, torch.reshape, x, [1, n, -1])
+    d = b("sub", [u1, u2], {}, torch.sub, u1, u2)
+    dist = b("norm", [d], {"dims": [2], "keepdim": False, "p": finite(p, "p")}, torch.linalg.vector_norm, d, p, -1)
+    flat = b("reshape", [dist], {"shape": [n * n]}, torch.reshape, dist, [n * n])
+    r, c = _triangle_coords(b, n, n, 1, lower=False)
+    rn = _scalar_op(b, "mul", r, n)
+    lin = b("add", [rn, c], {}, torch.add, rn, c)
+    b("index_select", [flat, lin], {"dim": 0}, torch.index_select, flat, 0, lin)
     return b.done(a.out)
 
 

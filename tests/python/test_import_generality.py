@@ -866,10 +866,12 @@ def test_histc_and_copysign_import_and_match_the_model(tmp_path):
 def test_advanced_indexing_and_tril_indices_import_and_match_the_model(tmp_path):
     """Integer index tensors in any of torch's advanced-indexing forms: two broadcast together (DLRM's pairwise
     interactions through tril_indices / triu_indices), negative indices, an int among them, separated by a slice
-    (the index dims go first), after a sliced dim, int32 indices, a 2-d index beside an Ellipsis."""
+    (the index dims go first), after a sliced dim, int32 indices, a 2-d index beside an Ellipsis; F.pdist as cdist's
+    differences and the upper triangle's entries."""
     g = verified(tmp_path, """
         import torch
         import torch.nn as nn
+        import torch.nn.functional as F
 
         class Model(nn.Module):
             def __init__(self):
@@ -888,15 +890,16 @@ def test_advanced_indexing_and_tril_indices_import_and_match_the_model(tmp_path)
                 apart = x[self.small, 1:4, self.rows[:3]]
                 sliced = x[:, 1:, self.small]
                 tail = z[..., self.cols]
-                return pairs, upper, grid, mixed, apart, sliced, tail
+                dists = F.pdist(x[0], p=2.0) + F.pdist(x[1, :3], p=1.0).sum()
+                return pairs, upper, grid, mixed, apart, sliced, tail, dists
 
         def get_inputs():
             return [torch.randn(8, 6, 6), torch.randn(4, 5, 7)]
 
         def get_init_inputs():
             return []
-    """, atol=0, rtol=0)
-    assert {"index_select", "scatter", "where"} <= ops_of(g)
+    """, atol=1e-6, rtol=1e-6)
+    assert {"index_select", "scatter", "where", "norm"} <= ops_of(g)
 
 
 def test_writes_through_index_tensors_import_and_match_the_model(tmp_path):
