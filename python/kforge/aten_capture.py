@@ -20,8 +20,8 @@ import torch.nn.functional as F
 
 from .import_ops import (GRID_SAMPLE_MODES, GRID_SAMPLE_PADDINGS, METADATA_INPLACE, Alias, Const, Emit, Unsupported,
                          UserError, _clamp_plan, _dtype_cast, _logical, _permute, _scaled, _Steps, binary, dim, dims,
-                         _advanced_index_plan, _indexed_write_plan, finite, grid_sample_plan, is_num, shape, tup,
-                         write_plan)
+                         _advanced_index_plan, _indexed_write_plan, finite, grid_sample_plan, is_num,
+                         max_pool_indices_plan, shape, tup, write_plan)
 
 
 class CaptureFailed(Exception):
@@ -989,12 +989,41 @@ def _rank(a):
 
 @aten_rule("max_pool2d_with_indices max_pool3d_with_indices max_pool1d max_pool2d max_pool3d")
 def max_pool(a):
+    """max_pool; the indices of max_pool2d_with_indices, where something reads them, by max_pool_indices_plan
+    (an unread indices output is never computed: the graph keeps only what reaches an output)."""
     r = _rank(a)
     k = tup(a.kernel_size, r)
-    out = a.out[0] if isinstance(a.out, (list, tuple)) else None
-    return Emit("max_pool", [a.self], {"kernel_size": k, "stride": tup(a.stride, r) if a.stride else k,
-                                       "padding": tup(a.padding, r), "dilation": tup(a.dilation, r),
-                                       "ceil_mode": bool(a.ceil_mode)}, out)
+    attrs = {"kernel_size": k, "stride": tup(a.stride, r) if a.stride else k, "padding": tup(a.padding, r),
+             "dilation": tup(a.dilation, r), "ceil_mode": bool(a.ceil_mode)}
+    if not isinstance(a.out, (list, tuple)):
+        return Emit("max_pool", [a.self], attrs)
+    values, indices = a.out
+    if a.aten_name != "max_pool2d_with_indices":
+        return Emit("max_pool", [a.self], attrs, values)
+    b = _Steps(a)
+    b.steps.append(Emit("max_pool", [a.self], attrs, values))
+    try:
+        max_pool_indices_plan(b, a.self, k, attrs["stride"], attrs["padding"], attrs["dilation"], attrs["ceil_mode"],
+                              shape(values))
+    except Unsupported:  # the values alone; reading the indices then fails where they are read
+        return Emit("max_pool", [a.self], attrs, values)
+    return b.done(indices)
+
+
+@aten_rule("max_unpool2d")
+def max_unpool2d(a):
+    """F.max_unpool2d(x, indices, output_size): each value written at its flat index h * W + w of a zero plane of
+    the output size, as a scatter along the flattened plane (an index outside it traps, as torch raises)."""
+    x, idx, (ho, wo) = a.self, a.indices, [int(v) for v in a.output_size]
+    b, lead = _Steps(a), shape(a.self)[:-2]
+    n = int(x.shape[-2]) * int(x.shape[-1])
+    xf = b("reshape", [x], {"shape": lead + [n]}, torch.reshape, x, lead + [n])
+    jf = b("reshape", [idx], {"shape": lead + [n]}, torch.reshape, idx, lead + [n])
+    zeros = b("full", [], {"shape": lead + [ho * wo], "value": 0, "dtype": x.dtype}, torch.zeros, lead + [ho * wo],
+              dtype=x.dtype, device="meta")
+    put = b("scatter", [zeros, jf, xf], {"dim": len(lead)}, torch.scatter, zeros, len(lead), jf, xf)
+    b("reshape", [put], {"shape": lead + [ho, wo]}, torch.reshape, put, lead + [ho, wo])
+    return b.done(a.out)
 
 
 @aten_rule("avg_pool1d avg_pool2d avg_pool3d")

@@ -802,18 +802,68 @@ def _max_pool3d_meta(a):
     return torch.empty(list(x.shape[:-r]) + out, dtype=x.dtype, device="meta")
 
 
+def max_pool_indices_plan(b, x, k, s, p, d, ceil_mode, values_shape):
+    """The indices F.max_pool2d(return_indices=True) returns (each window's maximum as a flat h * W + w of the
+    input plane), from ops: x padded with -inf, its windows as two unfold views, argmax over each window's
+    kh * kw (the first maximum, as torch's kernel takes it; a window with NaN: torch keeps its last NaN, this its
+    first), that position's row and column offsets added to the window's origin (ho * sh - ph, wo * sw - pw, from
+    cumulative sums of ones). 2-d only, dilation 1, and windows that lie inside the padded input (ceil_mode
+    only where it adds no window)."""
+    if x.dim() not in (3, 4) or len(k) != 2:
+        raise Unsupported("return_indices=True of a pool other than 2-d")
+    if any(v != 1 for v in d):
+        raise Unsupported("return_indices=True with dilation")
+    h, w = int(x.shape[-2]), int(x.shape[-1])
+    ho, wo = values_shape[-2:]
+    if (ho - 1) * s[0] + k[0] > h + 2 * p[0] or (wo - 1) * s[1] + k[1] > w + 2 * p[1]:
+        raise Unsupported("return_indices=True where ceil_mode adds a window past the padded input")
+    i64, cur = torch.int64, x
+    if p[0] or p[1]:
+        pads = [p[1], p[1], p[0], p[0]]
+        cur = b("constant_pad", [cur], {"pad": pads, "value": "-inf"},
+                lambda t: F.pad(t, pads, value=-math.inf), cur)
+    rank = cur.dim()
+    cur = b("unfold", [cur], {"dim": rank - 2, "size": k[0], "step": s[0]}, lambda t: t.unfold(rank - 2, k[0], s[0]),
+            cur)
+    cur = b("unfold", [cur], {"dim": rank - 1, "size": k[1], "step": s[1]}, lambda t: t.unfold(rank - 1, k[1], s[1]),
+            cur)
+    flat_shape = shape(cur)[:rank] + [k[0] * k[1]]
+    cur = b("reshape", [cur], {"shape": flat_shape}, torch.reshape, cur, flat_shape)
+    arg = b("argmax", [cur], {"dim": rank, "keepdim": False}, lambda t: torch.argmax(t, rank), cur)
+    dh = b("floor_divide", [arg, None], {"scalar": k[1], "reverse": False}, torch.floor_divide, arg, k[1])
+    dw = b("remainder", [arg, None], {"scalar": k[1], "reverse": False}, torch.remainder, arg, k[1])
+
+    def origins(n, stride, pad, view):  # (i * stride - pad) for i < n, shaped to broadcast along its dim
+        ones = b("full", [], {"shape": [n], "value": 1, "dtype": i64}, torch.ones, n, dtype=i64, device="meta")
+        i = b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)  # i + 1
+        o = b("mul", [i, None], {"scalar": stride, "reverse": False}, torch.mul, i, stride)
+        o = b("sub", [o, None], {"scalar": stride + pad, "reverse": False}, torch.sub, o, stride + pad)
+        return b("reshape", [o], {"shape": view}, torch.reshape, o, view)
+
+    rows = b("add", [dh, origins(ho, s[0], p[0], [ho, 1])], {}, torch.add, dh, origins(ho, s[0], p[0], [ho, 1]))
+    cols = b("add", [dw, origins(wo, s[1], p[1], [1, wo])], {}, torch.add, dw, origins(wo, s[1], p[1], [1, wo]))
+    rows_w = b("mul", [rows, None], {"scalar": w, "reverse": False}, torch.mul, rows, w)
+    return b("add", [rows_w, cols], {}, torch.add, rows_w, cols)
+
+
 def _max_pool(a):
-    if a.return_indices:
-        raise Unsupported("return_indices=True")
     r = _rank_of(a.fname, a.input)
     k = tup(a.kernel_size, r)
-    return Emit("max_pool", [a.input], {
-        "kernel_size": k, "stride": tup(a.stride, r) if a.stride not in (None, [], ()) else k,
-        "padding": tup(a.padding, r), "dilation": tup(a.dilation, r), "ceil_mode": bool(a.ceil_mode)})
+    attrs = {"kernel_size": k, "stride": tup(a.stride, r) if a.stride not in (None, [], ()) else k,
+             "padding": tup(a.padding, r), "dilation": tup(a.dilation, r), "ceil_mode": bool(a.ceil_mode)}
+    if not a.return_indices:
+        return Emit("max_pool", [a.input], attrs)
+    values, indices = a.out
+    b = _Steps(a)
+    b.steps.append(Emit("max_pool", [a.input], attrs, values))
+    max_pool_indices_plan(b, a.input, k, attrs["stride"], attrs["padding"], attrs["dilation"], attrs["ceil_mode"],
+                          shape(values))
+    return b.done(indices)
 
 
 _MAXPOOL_SIG = "input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False"
-rule("F.max_pool1d F.max_pool2d torch.max_pool1d torch.max_pool2d", _MAXPOOL_SIG, "max_pool")(_max_pool)
+rule("F.max_pool1d F.max_pool2d torch.max_pool1d torch.max_pool2d", _MAXPOOL_SIG,
+     "max_pool constant_pad unfold reshape argmax floor_divide remainder full cumsum mul sub add")(_max_pool)
 rule("F.max_pool3d torch.max_pool3d", _MAXPOOL_SIG, "max_pool", fallback=_max_pool3d_meta)(_max_pool)
 
 

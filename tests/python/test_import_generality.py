@@ -969,6 +969,38 @@ def test_index_put_add_copy_fill_import_and_match_the_model(tmp_path):
     assert {"scatter", "scatter_add"} <= ops_of(g)
 
 
+def test_max_pool_indices_and_max_unpool_import_and_match_the_model(tmp_path):
+    """SegNet's encoder-decoder pair: nn.MaxPool2d(return_indices=True) (with padding and a stride other than the
+    window, a 3-d input, ties in integer-valued data: the first maximum) and nn.MaxUnpool2d (with and without
+    output_size) through argmax over unfold windows and a scatter."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pool = nn.MaxPool2d(2, stride=2, return_indices=True)
+                self.unpool = nn.MaxUnpool2d(2, stride=2)
+                self.conv = nn.Conv2d(3, 3, 3, padding=1)
+
+            def forward(self, x, ties):
+                y, idx = self.pool(self.conv(x))
+                back = self.unpool(torch.relu(y), idx, output_size=x.shape[-2:])
+                v, j = F.max_pool2d(ties, 3, stride=2, padding=1, return_indices=True)
+                w, i3 = F.max_pool2d(ties[0], (2, 3), return_indices=True)
+                return back, v, j, F.max_unpool2d(v, j, 3, stride=2, padding=1), w, i3
+
+        def get_inputs():
+            return [torch.randn(2, 3, 16, 12), torch.randint(-2, 3, (2, 4, 9, 11)).float()]
+
+        def get_init_inputs():
+            return []
+    """, atol=1e-6, rtol=1e-6)
+    assert {"max_pool", "argmax", "scatter", "unfold"} <= ops_of(g)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
