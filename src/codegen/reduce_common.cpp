@@ -15,8 +15,6 @@ constexpr int64_t kTargetBlocks = 2112;  // 16 blocks per SM of an H200: enough 
 constexpr int64_t kGridCap = 4224;       // grid-stride loops beyond this
 constexpr int64_t kWarpRowMax = 1024;    // rows up to this length get one warp each
 constexpr int64_t kGroupRowMax = 16;     // rows up to this length share a warp (a group of lanes each)
-// Rows of a lane-group reduction each warp loads before it reduces any (loads in flight per lane).
-constexpr int kGroupSteps = 4;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -284,46 +282,23 @@ Code emit(const Spec& s) {
     const int64_t G = std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(N, 1)));
     const int64_t R = 32 / G;
     const int64_t warp_steps = ceil_div(M, R);
-    c.mode = "groups of " + std::to_string(G) + " lanes per row, " + std::to_string(kGroupSteps) + " steps in flight";
-    // N <= G: each lane reads at most one element of a row (j = lane). A warp first loads its element of
-    // kGroupSteps rows (steps nwarps apart) and only then reduces each: kGroupSteps loads in flight per lane
-    // instead of one, where a step's shuffles would otherwise wait on its single load.
-    const std::string U = std::to_string(kGroupSteps);
+    c.mode = "groups of " + std::to_string(G) + " lanes per row";
     dev << "__global__ void __launch_bounds__(256) " << P << "_groups(" << s.params << ") {\n"
         << "  const long long lane = threadIdx.x & " << (G - 1) << ";\n"
         << "  const long long slot = (threadIdx.x & 31) / " << G << ";\n"
         << "  const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;\n"
         << "  const long long nwarps = (gridDim.x * (long long)blockDim.x) >> 5;\n"
-        << "  for (long long w0 = warp; w0 < " << ll(warp_steps) << "; w0 += " << U << " * nwarps) {\n"
-        << "    " << s.elem << " vals[" << U << "];\n"
-        << "    long long bases[" << U << "];\n"
-        << "    bool lives[" << U << "];\n"
-        << "#pragma unroll\n"
-        << "    for (int u = 0; u < " << U << "; ++u) {\n"
-        << "      const long long w = w0 + u * nwarps;\n"
-        << "      const long long o = w * " << ll(R) << " + slot;\n"
-        << "      lives[u] = w < " << ll(warp_steps) << " && o < " << ll(M) << ";\n"
-        << "      bases[u] = lives[u] ? " << P << "_base(o) : 0LL;\n"
-        << "      if (lives[u] && lane < " << ll(N) << ") vals[u] = " << P << "_LOAD(bases[u] + " << P
-        << "_red(lane));\n"
-        << "    }\n"
-        << "#pragma unroll\n"
-        << "    for (int u = 0; u < " << U << "; ++u) {\n"
-        << "      const long long w = w0 + u * nwarps;\n"
-        << "      if (w >= " << ll(warp_steps) << ") break;  // the same for the whole warp\n"
-        << "      const long long o = w * " << ll(R) << " + slot;\n"
-        << "      const long long base = bases[u];\n"
-        << "      " << A << " a;\n"
-        << "      " << s.init << "\n"
-        << "      if (lives[u] && lane < " << ll(N) << ") {\n"
-        << "        const " << s.elem << " v = vals[u];\n"
-        << "        const long long j = lane;\n"
-        << "        (void)j;\n"
-        << "        " << s.add << "\n"
-        << "      }\n"
-        << "      kf_group_merge<" << G << ">(a);\n"
-        << "      if (lives[u] && lane == 0) { " << s.store << " }\n"
-        << "    }\n"
+        << "  for (long long w = warp; w < " << ll(warp_steps) << "; w += nwarps) {\n"
+        << "    const long long o = w * " << ll(R) << " + slot;\n"
+        << "    const bool live = o < " << ll(M) << ";\n"
+        << "    const long long base = live ? " << P << "_base(o) : 0LL;\n"
+        << "    " << A << " a;\n"
+        << "    " << s.init << "\n"
+        << "    const long long j1 = live ? " << ll(N) << " : 0LL;\n"
+        << "    {\n"
+        << strided_loop(s, "lane", ll(G), "      ") << "    }\n"
+        << "    kf_group_merge<" << G << ">(a);\n"
+        << "    if (live && lane == 0) { " << s.store << " }\n"
         << "  }\n"
         << "}\n";
     int64_t blocks = std::min(ceil_div(warp_steps, 8), kGridCap);
