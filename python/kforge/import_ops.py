@@ -710,6 +710,22 @@ def linear(a):
     return Emit("linear", [a.input, a.weight, a.bias], {})
 
 
+@rule("F.bilinear torch.bilinear", "input1, input2, weight, bias=None", "einsum add")
+def bilinear(a):
+    """F.bilinear / nn.Bilinear: y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o] as two einsums (x1 W first,
+    then the product with x2 summed over j), kforge's contraction op; torch's own _trilinear sums in another
+    order (float32 last bits)."""
+    x1, x2, w, b = a.input1, a.input2, a.weight, a.bias
+    lead = "".join("abcdefgh"[d] for d in range(x1.dim() - 1))
+    eq1, eq2 = f"{lead}i,oij->{lead}oj", f"{lead}oj,{lead}j->{lead}o"
+    mid = a.meta(torch.einsum, eq1, x1, w)
+    steps = [Emit("einsum", [x1, w], {"equation": eq1}, mid)]
+    if b is None:
+        return steps + [Emit("einsum", [mid, x2], {"equation": eq2})]
+    y = a.meta(torch.einsum, eq2, mid, x2)
+    return steps + [Emit("einsum", [mid, x2], {"equation": eq2}, y), Emit("add", [y, b], {})]
+
+
 @rule("torch.einsum", "equation, *operands", "einsum")
 def einsum(a):
     ops = seq_arg(a.operands)
@@ -1539,12 +1555,14 @@ def _interpolate_meta(a):
 
 @rule("F.interpolate F.upsample", "input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
       "recompute_scale_factor=None, antialias=False", "upsample_nearest upsample_linear upsample_bicubic "
-      "adaptive_avg_pool", fallback=_interpolate_meta)
+      "adaptive_avg_pool full cumsum sub mul floor cast gt where index_select", fallback=_interpolate_meta)
 def interpolate(a):
     x, out = a.input, a.out
     if a.antialias:
         raise Unsupported(f"antialias=True (mode={a.mode!r} without antialias is supported)")
     size = shape(out)[2:]
+    if a.mode == "nearest-exact":  # (per-dim scales of its own)
+        return _nearest_exact_plan(a, x, size)
     scale = interpolate_scale(x, out, a.scale_factor, a.recompute_scale_factor)
     if a.mode == "nearest":
         return Emit("upsample_nearest", [x], {"size": size, "scale": scale})
@@ -1557,7 +1575,37 @@ def interpolate(a):
             raise Unsupported(f"mode='bicubic' of a {x.dim()}-D input (bicubic takes a 4-D (N, C, H, W) input; "
                               "use linear for 3-D and trilinear for 5-D)")
         return Emit("upsample_bicubic", [x], {"size": size, "align_corners": bool(a.align_corners), "scale": scale})
-    raise Unsupported(f"mode={a.mode!r} (nearest, linear, bilinear, bicubic, trilinear and area are supported)")
+    raise Unsupported(f"mode={a.mode!r} (nearest, nearest-exact, linear, bilinear, bicubic, trilinear and area are "
+                      "supported)")
+
+
+def _nearest_exact_plan(a, x, size):
+    """mode='nearest-exact': output position i of a dim reads input min(floor((i + 0.5) * scale), n - 1), scale =
+    1 / scale_factor (rounded to float) or n / out in float, as torch's kernels; an index_select per resized dim
+    with that index, made from ops (a cumulative sum of ones, the multiply in float32, floor, a cast)."""
+    b, cur, f32, i64 = _Steps(a), x, torch.float32, torch.int64
+    factors = a.scale_factor if isinstance(a.scale_factor, (list, tuple)) else [a.scale_factor] * len(size)
+    for d, n_out in enumerate(size):
+        n_in = int(x.shape[2 + d])
+        if n_in == n_out and (a.scale_factor is None or float(factors[d]) == 1.0):
+            continue
+        if a.scale_factor is not None and not a.recompute_scale_factor:
+            scale = float(torch.tensor(1.0 / float(factors[d]), dtype=torch.float64).to(f32))
+        else:
+            scale = float(torch.tensor(float(n_in), dtype=f32) / torch.tensor(float(n_out), dtype=f32))
+        ones = b("full", [], {"shape": [n_out], "value": 1, "dtype": f32}, torch.ones, n_out, dtype=f32,
+                 device="meta")
+        pos = b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)  # i + 1
+        pos = b("sub", [pos, None], {"scalar": 0.5, "reverse": False}, torch.sub, pos, 0.5)
+        src = b("mul", [pos, Const(scale, f32)], {}, lambda t: t * scale, pos)
+        src = b("floor", [src], {}, torch.floor, src)
+        idx = b("cast", [src], {"dtype": i64}, lambda t: t.to(i64), src)
+        past = b("gt", [idx, None], {"scalar": n_in - 1, "reverse": False}, torch.gt, idx, n_in - 1)
+        idx = b("where", [past, Const(n_in - 1, i64), idx], {}, lambda m, t: torch.where(m, n_in - 1, t), past, idx)
+        cur = b("index_select", [cur, idx], {"dim": 2 + d}, torch.index_select, cur, 2 + d, idx)
+    if not b.steps:
+        return Alias(x)
+    return b.done()
 
 
 GRID_SAMPLE_MODES = ("bilinear", "nearest")  # torch's interpolation_mode 0, 1 (2 is bicubic)

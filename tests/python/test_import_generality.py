@@ -1001,6 +1001,38 @@ def test_max_pool_indices_and_max_unpool_import_and_match_the_model(tmp_path):
     assert {"max_pool", "argmax", "scatter", "unfold"} <= ops_of(g)
 
 
+def test_nearest_exact_and_bilinear_import_and_match_the_model(tmp_path):
+    """F.interpolate(mode='nearest-exact') up and down, by size and by (non-integer) scale_factor, of 3-d, 4-d and
+    5-d inputs, as index_selects of torch's source index (exact); nn.Bilinear with and without bias, with a batch
+    of sequences, as two einsums."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bi = nn.Bilinear(8, 6, 5)
+                self.nobias = nn.Bilinear(8, 6, 3, bias=False)
+
+            def forward(self, x, v, a, b):
+                up = F.interpolate(x, size=(11, 7), mode="nearest-exact")
+                down = F.interpolate(x, scale_factor=0.37, mode="nearest-exact")
+                odd = F.interpolate(x, scale_factor=(1.7, 2.5), mode="nearest-exact")
+                line = F.interpolate(v[:, :, 0], scale_factor=1.3, mode="nearest-exact")
+                cube = F.interpolate(v, size=(3, 9, 4), mode="nearest-exact")
+                return up, down, odd, line, cube, self.bi(a, b), self.nobias(a[0], b[0])
+
+        def get_inputs():
+            return [torch.randn(2, 3, 9, 13), torch.randn(2, 2, 5, 6, 7), torch.randn(4, 10, 8), torch.randn(4, 10, 6)]
+
+        def get_init_inputs():
+            return []
+    """, atol=1e-5, rtol=1e-5)
+    assert {"index_select", "einsum"} <= ops_of(g)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
