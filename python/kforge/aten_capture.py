@@ -1433,13 +1433,44 @@ def running_extreme(a):
 
 @aten_rule("scatter")
 def scatter(a):
+    if getattr(a, "reduce", None) == "add" and isinstance(getattr(a, "src", None), torch.Tensor):
+        return Emit("scatter_add", [a.self, a.index, a.src], {"dim": dim(a.dim, a.self.dim())})
     if getattr(a, "reduce", None) is not None:
-        raise Unsupported(f"reduce={a.reduce!r}")
+        raise Unsupported(f"reduce={a.reduce!r} (reduce='add' is supported)")
     d = dim(a.dim, a.self.dim())
     src = getattr(a, "src", None)
     if isinstance(src, torch.Tensor):
         return Emit("scatter", [a.self, a.index, src], {"dim": d})
     return Emit("scatter_value", [a.self, a.index], {"dim": d, "value": finite(a.value, "value")})
+
+
+@aten_rule("scatter_reduce")
+def scatter_reduce(a):
+    """Tensor.scatter_reduce with reduce 'sum' or 'mean' (include_self or not), from scatter_add: the sum of what
+    lands on each position (include_self=False: written over zeros there), the mean that sum over the count of
+    what landed (plus one for self), a position nothing lands on keeping its value, as torch's. 'prod', 'amax'
+    and 'amin' (atomic products and maxima kforge's scatter kernels do not make) are refused."""
+    x, idx, src, how = a.self, a.index, a.src, a.reduce
+    if how not in ("sum", "mean"):
+        raise Unsupported(f"reduce={how!r} (sum and mean are supported)")
+    d, keep_self, b = dim(a.dim, x.dim()), bool(getattr(a, "include_self", True)), _Steps(a)
+    base = x
+    if not keep_self:
+        base = b("scatter_value", [x, idx], {"dim": d, "value": 0}, lambda t, i: t.scatter(d, i, 0.0), x, idx)
+    total = b("scatter_add", [base, idx, src], {"dim": d}, torch.scatter_add, base, d, idx, src)
+    if how == "sum":
+        return b.done(a.out)
+    dt = x.dtype
+    if not dt.is_floating_point:
+        raise Unsupported("reduce='mean' of an integer tensor")
+    start = b("full", [], {"shape": shape(x), "value": 1 if keep_self else 0, "dtype": dt}, torch.zeros, shape(x),
+              dtype=dt, device="meta")
+    ones = b("full", [], {"shape": shape(idx), "value": 1, "dtype": dt}, torch.ones, shape(idx), dtype=dt,
+             device="meta")
+    count = b("scatter_add", [start, idx, ones], {"dim": d}, torch.scatter_add, start, d, idx, ones)
+    count = b("clamp", [count], {"min": 1, "max": None}, lambda t: t.clamp(min=1), count)
+    b("div", [total, count], {}, torch.div, total, count)
+    return b.done(a.out)
 
 
 @aten_rule("scatter_add")

@@ -1731,11 +1731,14 @@ def _scatter_index(x):
 
 
 @rule("torch.scatter Tensor.scatter Tensor.scatter_", "input, dim, index, src=None, *, value=None, reduce=None",
-      "scatter scatter_value")
+      "scatter scatter_value scatter_add")
 def scatter(a):
-    if a.reduce is not None:
-        raise Unsupported(f"reduce={a.reduce!r}")
     d, index = dim(a.dim, a.input.dim()), _scatter_index(a.index)
+    if a.reduce == "add" and isinstance(a.src, torch.Tensor):  # the legacy form of scatter_add
+        return Emit("scatter_add", [a.input, index, a.src], {"dim": d})
+    if a.reduce is not None:
+        raise Unsupported(f"reduce={a.reduce!r} (reduce='add' of a tensor is supported; scatter_reduce takes "
+                          "'sum' and 'mean')")
     v = a.value if a.src is None else a.src
     if isinstance(v, torch.Tensor):
         return Emit("scatter", [a.input, index, v], {"dim": d})

@@ -1033,6 +1033,32 @@ def test_nearest_exact_and_bilinear_import_and_match_the_model(tmp_path):
     assert {"index_select", "einsum"} <= ops_of(g)
 
 
+def test_scatter_reduce_sum_mean_import_and_match_the_model(tmp_path):
+    """Tensor.scatter_reduce 'sum' and 'mean', with and without self (positions nothing lands on keep their value),
+    and the legacy scatter_(reduce='add'), from scatter_add; integer-valued data so that any summation order is
+    exact."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, src, idx):
+                return (x.scatter_reduce(1, idx, src, reduce="sum"),
+                        x.scatter_reduce(1, idx, src, reduce="sum", include_self=False),
+                        x.scatter_reduce(1, idx, src, reduce="mean"),
+                        x.scatter_reduce(1, idx, src, reduce="mean", include_self=False),
+                        x.clone().scatter_(1, idx, src, reduce="add"))
+
+        def get_inputs():
+            return [torch.randint(-8, 8, (6, 10)).float(), torch.randint(-8, 8, (6, 7)).float(),
+                    torch.randint(0, 10, (6, 7))]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert {"scatter_add", "scatter_value", "div"} <= ops_of(g)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
