@@ -375,6 +375,9 @@ CASES = [
      [("upsample_nearest", {"size": [8, 16], "scale": 2.0}),
       ("upsample_linear", {"size": [5, 3], "align_corners": True, "scale": None}),
       ("adaptive_avg_pool", {"output_size": [2, 4]})]),
+    ("interpolate_nearest_exact", "return F.interpolate(x, size=5, mode='nearest-exact')", "torch.rand(1, 2, 8)",
+     None, None, [("full", None), ("cumsum", None), ("sub", None), ("full", None), ("mul", None), ("floor", {}),
+                  ("cast", None), ("gt", None), ("full", None), ("where", None), ("index_select", {"dim": 2})]),
     ("interpolate_bicubic", "return F.interpolate(x, scale_factor=2, mode='bicubic'), "
      "nn.Upsample(size=(5, 3), mode='bicubic', align_corners=True)(x)", "torch.rand(1, 2, 4, 8)", None, None,
      [("upsample_bicubic", {"size": [8, 16], "align_corners": False, "scale": 2.0}),
