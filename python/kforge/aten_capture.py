@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from .import_ops import (GRID_SAMPLE_MODES, GRID_SAMPLE_PADDINGS, METADATA_INPLACE, Alias, Const, Emit, Unsupported,
                          UserError, _clamp_plan, _dtype_cast, _logical, _permute, _scaled, _Steps, binary, dim, dims,
                          _advanced_index_plan, _indexed_write_plan, finite, grid_sample_plan, is_num,
-                         max_pool_indices_plan, shape, tup, write_plan)
+                         max_pool_indices_plan, norm_plan, shape, tup, write_plan)
 
 
 class CaptureFailed(Exception):
@@ -798,6 +798,47 @@ def index_along_dim(a):
     return steps + _indexed_write_plan(a.self, idx, source, a.meta, None, accumulate=a.aten_name == "index_add")
 
 
+@aten_rule("diagonal")
+def diagonal(a):
+    """torch.diagonal(x, offset, dim1, dim2) (and trace and diag_embed's reads through it): the two dims moved last
+    (a permute, where they are not), merged into one (reshape), and every (m + 1)-th element of it from the
+    offset's first entry (a strided slice): the diagonal, as the last dim."""
+    x, offset = a.self, int(getattr(a, "offset", 0))
+    d1, d2 = dim(getattr(a, "dim1", 0), x.dim()), dim(getattr(a, "dim2", 1), x.dim())
+    n, m = int(x.shape[d1]), int(x.shape[d2])
+    length = max(0, min(n, m - offset)) if offset >= 0 else max(0, min(n + offset, m))
+    if length == 0:
+        raise Unsupported(f"an empty diagonal (offset {offset} of {n} x {m})")
+    b, cur = _Steps(a), x
+    rest = [d for d in range(x.dim()) if d not in (d1, d2)]
+    if rest + [d1, d2] != list(range(x.dim())):
+        perm = rest + [d1, d2]
+        cur = b("permute", [cur], {"dims": perm}, lambda t: t.permute(perm), cur)
+    lead = shape(cur)[:-2]
+    cur = b("reshape", [cur], {"shape": lead + [n * m]}, torch.reshape, cur, lead + [n * m])
+    start = offset if offset >= 0 else -offset * m
+    end = start + (length - 1) * (m + 1) + 1
+    b("slice", [cur], {"dim": len(lead), "start": start, "end": end, "step": m + 1},
+      lambda t: t[..., start:end:m + 1], cur)
+    return b.done(a.out)
+
+
+@aten_rule("__lshift__ __rshift__ bitwise_left_shift bitwise_right_shift")
+def shift(a):
+    """x << k and x >> k of an integer tensor by a number: x * 2**k (two's complement wraps as the shift does) and
+    floor_divide(x, 2**k) (an arithmetic right shift rounds toward -inf, as floor division does)."""
+    x, k = a.self, getattr(a, "other", None)
+    if isinstance(k, torch.Tensor) and k.dim() == 0 and k.device.type != "meta":
+        k = int(k)
+    if not isinstance(x, torch.Tensor) or x.dtype.is_floating_point or not isinstance(k, int):
+        raise Unsupported("a shift of an integer tensor by a Python int (a tensor of shift amounts is not supported)")
+    bits = torch.iinfo(x.dtype).bits
+    if not 0 <= k < bits - 1:  # (2**(bits - 1) is not a number of the dtype)
+        raise Unsupported(f"a shift by {k} of a {bits}-bit integer")
+    left = a.aten_name in ("__lshift__", "bitwise_left_shift")
+    return Emit("mul" if left else "floor_divide", [x, None], {"scalar": 2 ** k, "reverse": False})
+
+
 @aten_rule("_cdist_forward")
 def cdist(a):
     """torch.cdist(x1 (..., P, M), x2 (..., R, M), p): the p-norm of every difference x1[i] - x2[j], taken from the
@@ -835,12 +876,8 @@ def std(a):
 @aten_rule("linalg_vector_norm norm")
 def vector_norm(a):
     p = getattr(a, "ord", getattr(a, "p", 2))
-    p = 2.0 if p is None else float(p)
-    if p in (float("inf"), float("-inf")) or p != p:
-        raise Unsupported(f"norm order {p}")
-    steps, x = _dtype_cast(a, a.self, getattr(a, "dtype", None))
-    return steps + [Emit("norm", [x], {"dims": dims(getattr(a, "dim", None), x.dim()),
-                                       "keepdim": bool(getattr(a, "keepdim", False)), "p": p})]
+    return norm_plan(a, a.self, 2.0 if p is None else float(p), getattr(a, "dim", None),
+                     getattr(a, "keepdim", False), getattr(a, "dtype", None))
 
 
 def _arg_reduce(op):

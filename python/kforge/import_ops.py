@@ -568,32 +568,47 @@ rule("torch.max Tensor.max", "input, *args, **kwargs", "amax argmax maximum")(_m
 rule("torch.min Tensor.min", "input, *args, **kwargs", "amin argmin minimum")(_max_min("min"))
 
 
-def _norm_p(p):
+def norm_plan(a, x, p, dim_arg, keepdim, dtype):
+    """A vector p-norm over some dims: the `norm` op for finite p > 0 ('fro' and None are 2); p = inf / -inf the
+    largest / smallest |x| (abs, then amax / amin); p = 0 the count of nonzero elements, as torch's vector_norm."""
+    steps, x = _dtype_cast(a, x, dtype)
     if p == "fro" or p is None:
-        return 2.0
-    if isinstance(p, str) or not math.isfinite(float(p)):
+        p = 2.0
+    if isinstance(p, str) or p != p:
         raise Unsupported(f"norm p={p!r}")
-    return float(p)
+    p, attrs = float(p), {"dims": dims(dim_arg, x.dim()), "keepdim": bool(keepdim)}
+    if math.isfinite(p) and p != 0:
+        return steps + [Emit("norm", [x], dict(attrs, p=p))]
+    b = _Steps(a)
+    b.steps = steps
+    if p == 0:
+        hit = b("ne", [x, None], {"scalar": 0, "reverse": False}, torch.ne, x, 0)
+        x = b("cast", [hit], {"dtype": x.dtype}, lambda t: t.to(x.dtype), hit)
+        b("sum", [x], attrs, lambda t: t.sum(), x)
+        return b.done()
+    mag = b("abs", [x], {}, torch.abs, x)
+    b("amax" if p > 0 else "amin", [mag], attrs, lambda t: t.amax(), mag)
+    return b.done()
 
 
-@rule("torch.norm Tensor.norm", "input, p='fro', dim=None, keepdim=False, out=None, dtype=None", "norm cast")
+@rule("torch.norm Tensor.norm", "input, p='fro', dim=None, keepdim=False, out=None, dtype=None",
+      "norm cast abs amax amin ne sum")
 def norm(a):
-    steps, x = _dtype_cast(a, a.input, a.dtype)
-    return steps + [Emit("norm", [x], {"dims": dims(a.dim, x.dim()), "keepdim": a.keepdim, "p": _norm_p(a.p)})]
+    return norm_plan(a, a.input, a.p, a.dim, a.keepdim, a.dtype)
 
 
-@rule("torch.linalg.vector_norm", "input, ord=2, dim=None, keepdim=False, *, dtype=None", "norm cast")
+@rule("torch.linalg.vector_norm", "input, ord=2, dim=None, keepdim=False, *, dtype=None",
+      "norm cast abs amax amin ne sum")
 def vector_norm(a):
-    steps, x = _dtype_cast(a, a.input, a.dtype)
-    return steps + [Emit("norm", [x], {"dims": dims(a.dim, x.dim()), "keepdim": a.keepdim, "p": _norm_p(a.ord)})]
+    return norm_plan(a, a.input, a.ord, a.dim, a.keepdim, a.dtype)
 
 
-@rule("torch.linalg.norm", "input, ord=None, dim=None, keepdim=False, *, dtype=None", "norm cast")
+@rule("torch.linalg.norm", "input, ord=None, dim=None, keepdim=False, *, dtype=None",
+      "norm cast abs amax amin ne sum")
 def linalg_norm(a):
     if a.ord is not None and (isinstance(a.dim, (list, tuple)) or a.dim is None and a.input.dim() >= 2):
         raise Unsupported("matrix norms (torch.linalg.norm with ord= over 2 dims)")
-    steps, x = _dtype_cast(a, a.input, a.dtype)
-    return steps + [Emit("norm", [x], {"dims": dims(a.dim, x.dim()), "keepdim": a.keepdim, "p": _norm_p(a.ord)})]
+    return norm_plan(a, a.input, a.ord, a.dim, a.keepdim, a.dtype)
 
 
 def _var_args(a):

@@ -1059,6 +1059,30 @@ def test_scatter_reduce_sum_mean_import_and_match_the_model(tmp_path):
     assert {"scatter_add", "scatter_value", "div"} <= ops_of(g)
 
 
+def test_diagonal_norms_and_shifts_import_and_match_the_model(tmp_path):
+    """torch.diagonal (offsets of both signs, dims not last, a wide matrix), torch.trace, diag_embed's sum; vector
+    norms of order inf, -inf and 0 (abs with amax / amin; a count of nonzeros); << and >> of int64 by numbers
+    (negative values: the right shift rounds toward -inf)."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, w, i):
+                return (torch.diagonal(x, dim1=-2, dim2=-1), torch.diagonal(x, 1, 0, 2), torch.diagonal(w, -2),
+                        torch.diagonal(w, 3), torch.trace(w[:, :5]), torch.diag_embed(x[:, 0]).sum(-1),
+                        torch.linalg.vector_norm(x, float("inf"), dim=1), torch.linalg.vector_norm(x, -float("inf")),
+                        torch.linalg.vector_norm(x * (x > 0), 0, dim=(0, 2)), i << 3, i >> 2, (i >> 1) << 1)
+
+        def get_inputs():
+            return [torch.randn(3, 5, 5), torch.randn(5, 7), torch.randint(-100, 100, (4, 6))]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert {"slice", "abs", "amax", "amin", "floor_divide"} <= ops_of(g)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
