@@ -178,6 +178,9 @@ def validate(graph, schema):
 
 def dtype_name(dt):
     if dt not in DTYPES:
+        if dt.is_complex:
+            raise Unsupported(f"dtype {dt} (kforge's graphs hold real tensors: keep the real and imaginary parts as "
+                              f"real tensors, e.g. rotary embeddings as x * cos + rotate_half(x) * sin)")
         raise Unsupported(f"dtype {dt}")
     return DTYPES[dt]
 

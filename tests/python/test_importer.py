@@ -622,6 +622,13 @@ def test_error_model_assertion_says_what_it_checked(tmp_path):
     assert "unsupported" not in msg
 
 
+def test_error_complex_buffer_says_how_to_stay_real(tmp_path):
+    path = write_problem(tmp_path, "return x * self.f.real",
+                         init="self.register_buffer('f', torch.polar(torch.ones(8), torch.rand(8)))")
+    expect_error(path, r"buffer `f`: unsupported dtype torch\.complex64 \(kforge's graphs hold real tensors: .*"
+                       r"rotate_half")
+
+
 def test_error_torch_rejects_shapes(tmp_path):
     expect_error(write_problem(tmp_path, "return x @ x"), r"problem\.py:\d+: torch\.Tensor\.matmul: RuntimeError")
 
