@@ -839,6 +839,71 @@ def shift(a):
     return Emit("mul" if left else "floor_divide", [x, None], {"scalar": 2 ** k, "reverse": False})
 
 
+@aten_rule("fmax fmin")
+def fmax_fmin(a):
+    """torch.fmax / fmin: maximum / minimum that ignore a NaN operand (NaN only where both are NaN)."""
+    x, y, b = a.self, a.other, _Steps(a)
+    op = "maximum" if a.aten_name == "fmax" else "minimum"
+    if not a.out.dtype.is_floating_point:
+        return Emit(op, [x, y], {})
+    m = b(op, [x, y], {}, getattr(torch, op), x, y)
+    y_nan = b("isnan", [y], {}, torch.isnan, y)
+    m = b("where", [y_nan, x, m], {}, torch.where, y_nan, x, m)
+    x_nan = b("isnan", [x], {}, torch.isnan, x)
+    b("where", [x_nan, y, m], {}, torch.where, x_nan, y, m)
+    return b.done(a.out)
+
+
+@aten_rule("signbit")
+def signbit(a):
+    """torch.signbit: x < 0, and -0.0 (its reciprocal is -inf) for floats; a NaN's sign bit is not read (False)."""
+    x, b = a.self, _Steps(a)
+    neg = _cmp(b, "lt", x, 0)
+    if x.dtype.is_floating_point:
+        inv = b("reciprocal", [x], {}, torch.reciprocal, x)
+        neg_zero = _cmp(b, "lt", inv, 0)
+        b("logical_or", [neg, neg_zero], {}, torch.logical_or, neg, neg_zero)
+    return b.done(a.out)
+
+
+@aten_rule("slice_scatter select_scatter")
+def slice_select_scatter(a):
+    """torch.slice_scatter / select_scatter: x with src written over a slice / an index of one dim, as the
+    importer's write x[..., region] = src."""
+    x = a.self
+    d = dim(getattr(a, "dim", 0), x.dim())
+    if a.aten_name == "select_scatter":
+        region = int(a.index)
+    else:
+        region = slice(getattr(a, "start", None), getattr(a, "end", None), getattr(a, "step", 1) or 1)
+    return write_plan(x, (slice(None),) * d + (region,), a.src, a.meta, None)
+
+
+@aten_rule("masked_scatter")
+def masked_scatter(a):
+    """x.masked_scatter(mask, source): the mask's True positions (row-major) take source's elements in order: the
+    k-th True position reads source.flatten()[k], k a running count of the mask (a cumulative sum); the others
+    keep x. More True positions than source elements make the read out of range: it traps, as torch raises."""
+    x, mask, src, b = a.self, a.mask, a.source, _Steps(a)
+    n, i64 = x.numel(), torch.int64
+    if shape(mask) != shape(x):
+        mask = b("expand", [mask], {"shape": shape(x)}, lambda t: t.expand(shape(x)), mask)
+    flat_mask = b("reshape", [mask], {"shape": [n]}, torch.reshape, mask, [n])
+    flat_x = b("reshape", [x], {"shape": [n]}, torch.reshape, x, [n])
+    count = b("cast", [flat_mask], {"dtype": i64}, lambda t: t.to(i64), flat_mask)
+    pos = b("cumsum", [count], {"dim": 0}, torch.cumsum, count, 0)
+    pos = b("sub", [pos, None], {"scalar": 1, "reverse": False}, torch.sub, pos, 1)
+    pos = b("where", [flat_mask, pos, Const(0, i64)], {}, lambda m, t: torch.where(m, t, 0), flat_mask, pos)
+    m = src.numel()
+    flat_src = b("reshape", [src], {"shape": [m]}, torch.reshape, src, [m])
+    if src.dtype != x.dtype:
+        flat_src = b("cast", [flat_src], {"dtype": x.dtype}, lambda t: t.to(x.dtype), flat_src)
+    taken = b("index_select", [flat_src, pos], {"dim": 0}, torch.index_select, flat_src, 0, pos)
+    out = b("where", [flat_mask, taken, flat_x], {}, torch.where, flat_mask, taken, flat_x)
+    b("reshape", [out], {"shape": shape(x)}, torch.reshape, out, shape(x))
+    return b.done(a.out)
+
+
 @aten_rule("_cdist_forward")
 def cdist(a):
     """torch.cdist(x1 (..., P, M), x2 (..., R, M), p): the p-norm of every difference x1[i] - x2[j], taken from the

@@ -598,6 +598,11 @@ class Tracer:
         except Exception as e:
             if rule.fallback is not None:
                 return self.run(rule.fallback, a)
+            if "nonzero" in str(e) or "data-dependent" in str(e) or "data dependent" in str(e):
+                raise UserError(f"{self.where()}: {shown}: its result's shape depends on the tensor's values (as "
+                                f"torch.nonzero, torch.where(cond), masked_select and unique do); kforge builds "
+                                f"static shapes: keep the shape with torch.where(cond, x, other) or a multiply by "
+                                f"the mask")
             if "Meta" in str(e) and isinstance(e, (NotImplementedError, RuntimeError)):
                 raise UserError(f"{self.where()}: {shown} has no meta-tensor kernel in torch {torch.__version__}")
             raise UserError(f"{self.where()}: {shown}: {type(e).__name__}: {first_line(e)}")

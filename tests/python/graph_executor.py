@@ -15,6 +15,14 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
           "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
 
 
+def _bound(x, v):
+    """A clamp bound as the node's graph has it (a float attr) in x's own type: an integer tensor's clamp by
+    whole numbers stays integer, as torch's clamp(int_tensor, -3, 3)."""
+    if v is not None and not x.dtype.is_floating_point and float(v).is_integer():
+        return int(v)
+    return v
+
+
 def num(v):
     """Attr numbers; the three non-finite values travel as strings."""
     return float(v) if isinstance(v, str) else v
@@ -133,7 +141,7 @@ OPS = {
     "elu": lambda i, a: F.elu(i[0], num(a["alpha"])),
     "hardtanh": lambda i, a: F.hardtanh(i[0], num(a["min_val"]), num(a["max_val"])),
     "softplus": lambda i, a: F.softplus(i[0], num(a["beta"]), num(a["threshold"])),
-    "clamp": lambda i, a: torch.clamp(i[0], num(a["min"]), num(a["max"])),
+    "clamp": lambda i, a: torch.clamp(i[0], *[_bound(i[0], num(a[k])) for k in ("min", "max")]),
     "pow_scalar": lambda i, a: torch.pow(i[0], num(a["exponent"])),
     "identity": lambda i, a: i[0],
     "dropout": lambda i, a: F.dropout(i[0], num(a["p"]), a["training"]),

@@ -1083,6 +1083,51 @@ def test_diagonal_norms_and_shifts_import_and_match_the_model(tmp_path):
     assert {"slice", "abs", "amax", "amin", "floor_divide"} <= ops_of(g)
 
 
+def test_fmax_signbit_scatters_and_masked_scatter_import_and_match_the_model(tmp_path):
+    """torch.fmax / fmin (a NaN operand ignored), signbit (-0.0 included), slice_scatter and select_scatter (the
+    importer's write plan), masked_scatter (a running count of the mask indexes the source); integer clamps."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, y):
+                i = (x * 10).long()
+                return (torch.fmax(x, y), torch.fmin(x, y), torch.signbit(y), torch.signbit(i),
+                        torch.slice_scatter(x, y[:, 1:4] * 2, 1, 1, 4), torch.select_scatter(x, y[0], 0, 2),
+                        x.masked_scatter(x > 0, y * 10), x.masked_scatter((y > 0)[0], x.flip(0)),
+                        i.clamp(-3, 3), i.clamp(max=2))
+
+        def get_inputs():
+            x, y = torch.randn(4, 9), torch.randn(4, 9)
+            x[0, 0], y[0, 1], x[1, 2], y[1, 2], y[2, 0] = float("nan"), float("nan"), float("nan"), float("nan"), -0.0
+            return [x, y]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert {"maximum", "isnan", "cumsum", "index_select"} <= ops_of(g)
+
+
+def test_error_value_dependent_shape_says_how_to_keep_the_shape(tmp_path):
+    path = problem(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.stack(torch.where(x > 0), 0).sum()
+
+        def get_inputs():
+            return [torch.randn(4, 9)]
+
+        def get_init_inputs():
+            return []
+    """)
+    with pytest.raises(importer.UserError, match=r"torch\.where: its result's shape depends on the tensor's values"):
+        imported(path)
+
+
 def test_gaussian_nll_loss_imports_and_matches_the_model(tmp_path):
     """F.gaussian_nll_loss (its negative-variance check is data-dependent Python, so it has a rule): the
     variance clamped at eps, full's constant, one variance per row, and the three reductions."""
