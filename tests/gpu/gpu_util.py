@@ -1,5 +1,9 @@
-"""Helpers the GPU tests share: loading a problem or ModelNew file as a module, and a median CUDA-event time."""
+"""Helpers the GPU tests share: loading a problem or ModelNew file as a module, building problem files with kforge
+side by side, and a median CUDA-event time."""
+import concurrent.futures
 import importlib.util
+import os
+import subprocess
 
 
 def load(path, name):
@@ -51,3 +55,22 @@ def check_like_reference(key, inputs, ref, new, tol, device="cuda"):
     xs[0].mul_(-0.5)
     assert torch.allclose(new(*xs), ref(*xs), atol=tol, rtol=tol), f"{key}: stale after an in-place change"
     return xs
+
+
+def build_all(kforge, tmp, sources, workers=8):
+    """Writes each {name: problem text} under `tmp` and runs `kforge build` (cuda-agent) on them side by side, with a
+    cache of their own; returns {name: (problem path, build folder)}. A failed build fails the caller."""
+    env = {**os.environ, "KFORGE_CACHE": str(tmp / "cache")}
+
+    def build(name, text):
+        path = tmp / f"{name}.py"
+        path.write_text(text)
+        out = tmp / name
+        run = subprocess.run([kforge, "build", str(path), "--protocol", "cuda-agent", "--out", str(out), "--force",
+                              "-j", "2"], capture_output=True, text=True, timeout=600, env=env)
+        assert run.returncode == 0, f"kforge build {name} failed:\n{run.stdout}{run.stderr}"
+        return path, out
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        jobs = {name: pool.submit(build, name, text) for name, text in sources.items()}
+        return {name: job.result() for name, job in jobs.items()}

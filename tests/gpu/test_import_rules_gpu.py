@@ -6,14 +6,12 @@ tests/python/test_import_generality.py through the graph executor. Here each pro
 (cuda-agent) and its ModelNew compared with the Model (same weights) on two fresh random input sets: every output,
 integer ones exactly.
 Run: KFORGE_BIN=build/kforge .venv/bin/python -m pytest -q -s tests/gpu/test_import_rules_gpu.py"""
-import concurrent.futures
 import os
-import subprocess
 import textwrap
 
 import pytest
 
-from gpu_util import load
+from gpu_util import build_all, load
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -91,21 +89,8 @@ PROBLEMS = {
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rules")
-    env = {**os.environ, "KFORGE_CACHE": str(tmp / "cache")}
-
-    def build(name, source):
-        path = tmp / f"{name}.py"
-        path.write_text(textwrap.dedent(source).lstrip())
-        out = tmp / name
-        run = subprocess.run([KFORGE, "build", str(path), "--protocol", "cuda-agent", "--out", str(out), "--force",
-                              "-j", "2"], capture_output=True, text=True, timeout=600, env=env)
-        assert run.returncode == 0, f"kforge build {name} failed:\n{run.stdout}{run.stderr}"
-        return path, out
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        jobs = {name: pool.submit(build, name, source) for name, source in PROBLEMS.items()}
-        return {name: job.result() for name, job in jobs.items()}
+    sources = {name: textwrap.dedent(text).lstrip() for name, text in PROBLEMS.items()}
+    return build_all(KFORGE, tmp_path_factory.mktemp("rules"), sources, workers=4)
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))

@@ -7,14 +7,12 @@ several such readers share is copied per reader by the graph loader. Each proble
 and the copying reshape kept as kernels), and its ModelNew compared with the Model on fresh random inputs, twice,
 and after an input changed in place. pytest -s prints times beside eager's (CUDA events, median of 20).
 Run: KFORGE_BIN=build/kforge .venv/bin/python -m pytest -q -s tests/gpu/test_views_read_in_place.py"""
-import concurrent.futures
 import json
 import os
-import subprocess
 
 import pytest
 
-from gpu_util import check_like_reference, load, median_ms, problem_text as shared_problem_text
+from gpu_util import build_all, check_like_reference, load, median_ms, problem_text as shared_problem_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -52,21 +50,8 @@ def problem_text(body, shapes):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("views")
-    env = {**os.environ, "KFORGE_CACHE": str(tmp / "cache")}
-
-    def build(name, body, shapes):
-        path = tmp / f"{name}.py"
-        path.write_text(problem_text(body, shapes))
-        out = tmp / name
-        run = subprocess.run([KFORGE, "build", str(path), "--protocol", "cuda-agent", "--out", str(out), "--force",
-                              "-j", "2"], capture_output=True, text=True, timeout=600, env=env)
-        assert run.returncode == 0, f"kforge build {name} failed:\n{run.stdout}{run.stderr}"
-        return path, out
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
-        jobs = {name: pool.submit(build, name, body, shapes) for name, (body, shapes, _) in PROBLEMS.items()}
-        return {name: job.result() for name, job in jobs.items()}
+    sources = {name: problem_text(body, shapes) for name, (body, shapes, _) in PROBLEMS.items()}
+    return build_all(KFORGE, tmp_path_factory.mktemp("views"), sources)
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
