@@ -689,14 +689,14 @@ def layer_norm(a):
                 {"normalized_shape": tup(a.normalized_shape, 1), "eps": a.eps})
 
 
-@rule("F.normalize", "input, p=2.0, dim=1, eps=1e-12, out=None", "norm clamp div")
+@rule("F.normalize", "input, p=2.0, dim=1, eps=1e-12, out=None", "norm clamp div abs amax amin ne sum cast")
 def normalize(a):
     x, d = a.input, dim(a.dim, a.input.dim())
     n = a.meta(torch.norm, x, a.p, d, True)
     c = a.meta(torch.clamp_min, n, a.eps)
-    return [Emit("norm", [x], {"dims": [d], "keepdim": True, "p": _norm_p(a.p)}, n),
-            Emit("clamp", [n], {"min": a.eps, "max": None}, c),
-            Emit("div", [x, c], {})]
+    steps = norm_plan(a, x, a.p, d, True, None)
+    return steps[:-1] + [steps[-1]._replace(out=n), Emit("clamp", [n], {"min": a.eps, "max": None}, c),
+                         Emit("div", [x, c], {})]
 
 
 # ---------------------------------------------------------------- contractions

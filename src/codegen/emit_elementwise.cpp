@@ -74,8 +74,19 @@ bool rule_applies(const ElementwiseRule& r, const ir::Node& node) {
   return attr_text(v) == want;
 }
 
-// Replaces $attr with a literal of the compute type; a null attr becomes -inf for names that
-// start with "min" and +inf otherwise (the open side of a clamp).
+// The open side of a clamp in compute type T: -inf / +inf for floats; an integer type's own lowest / highest
+// value (converting an infinity to an integer is undefined behaviour in C++).
+std::string open_bound(const std::string& T, bool low) {
+  if (T == "int64_t") return low ? "T(-9223372036854775807LL - 1)" : "T(9223372036854775807LL)";
+  if (T == "int32_t") return low ? "T(-2147483647 - 1)" : "T(2147483647)";
+  if (T == "int8_t") return low ? "T(-128)" : "T(127)";
+  if (T == "uint8_t") return low ? "T(0)" : "T(255)";
+  if (T == "int") return low ? "T(0)" : "T(1)";  // bool computes in int
+  return low ? "T(-INFINITY)" : "T(INFINITY)";
+}
+
+// Replaces $attr with a literal of the compute type; a null attr becomes the open side of a clamp (names
+// that start with "min" are lower bounds).
 StatusOr<std::string> substitute(const std::string& expr, const ir::Node& node, const std::string& T) {
   std::string out;
   for (size_t i = 0; i < expr.size();) {
@@ -88,7 +99,7 @@ StatusOr<std::string> substitute(const std::string& expr, const ir::Node& node, 
     std::string name = expr.substr(i + 1, j - i - 1);
     if (!node.attrs.has(name)) return internal_error("elementwise rule uses unknown attr $" + name);
     if (node.attrs.is_null(name)) {
-      out += name.rfind("min", 0) == 0 ? "T(-INFINITY)" : "T(INFINITY)";
+      out += open_bound(T, name.rfind("min", 0) == 0);
     } else {
       double v = node.attrs.f(name);
       out += T == "double" ? double_literal(v) : "T" + float_literal(v);

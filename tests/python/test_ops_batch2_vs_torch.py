@@ -215,7 +215,7 @@ def test_interpolate_keeps_the_scale_torch_passes_on(tmp_path):
     ("return F.grid_sample(x.unsqueeze(2), x.unsqueeze(-1).expand(2, 3, 4, 4, 3)[:, :, :1], align_corners=False)",
      "a 4-D (N, C, H, W) input with a (N, Ho, Wo, 2) grid is supported"),
     ("return torch.div(x, 2, rounding_mode='round')", "round"),
-    ("return x.scatter(1, y, x, reduce='add')", "reduce"),
+    ("return x.scatter(1, y, x, reduce='multiply')", "reduce='multiply'"),
 ])
 def test_unsupported_forms_name_what_is_missing(tmp_path, body, message):
     path = tmp_path / "p.py"

@@ -132,6 +132,15 @@ TEST(CodegenElementwise, ClampWithOpenSide) {
   EXPECT_NE(p.kernels[0].code.find("T(INFINITY)"), std::string::npos) << p.kernels[0].code;
 }
 
+TEST(CodegenElementwise, IntegerClampOpenSideIsTheTypesOwnLimit) {
+  // An infinity converted to an integer is undefined behaviour: the open side is the type's lowest / highest.
+  ir::Graph g = graph_from_text(one_node_graph("clamp", {{"x", {8}}}, R"({"max": 2.0})", {8}, "int64", {"int64"}));
+  Program p = emit(g);
+  const std::string& code = p.kernels[0].code;
+  EXPECT_NE(code.find("T(-9223372036854775807LL - 1)"), std::string::npos) << code;
+  EXPECT_EQ(code.find("INFINITY"), std::string::npos) << code;
+}
+
 TEST(CodegenElementwise, FloatLiteralsRoundTrip) {
   EXPECT_EQ(float_literal(0.5), "(0.5f)");
   EXPECT_EQ(float_literal(2), "(2.0f)");
