@@ -579,15 +579,16 @@ def norm_plan(a, x, p, dim_arg, keepdim, dtype):
     p, attrs = float(p), {"dims": dims(dim_arg, x.dim()), "keepdim": bool(keepdim)}
     if math.isfinite(p) and p != 0:
         return steps + [Emit("norm", [x], dict(attrs, p=p))]
-    b = _Steps(a)
+    b, over, keep = _Steps(a), tuple(attrs["dims"]) or tuple(range(x.dim())), attrs["keepdim"]
     b.steps = steps
     if p == 0:
         hit = b("ne", [x, None], {"scalar": 0, "reverse": False}, torch.ne, x, 0)
         x = b("cast", [hit], {"dtype": x.dtype}, lambda t: t.to(x.dtype), hit)
-        b("sum", [x], attrs, lambda t: t.sum(), x)
+        b("sum", [x], attrs, lambda t: torch.sum(t, dim=over, keepdim=keep), x)
         return b.done()
     mag = b("abs", [x], {}, torch.abs, x)
-    b("amax" if p > 0 else "amin", [mag], attrs, lambda t: t.amax(), mag)
+    pick = torch.amax if p > 0 else torch.amin
+    b("amax" if p > 0 else "amin", [mag], attrs, lambda t: pick(t, dim=over, keepdim=keep), mag)
     return b.done()
 
 

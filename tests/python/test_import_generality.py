@@ -1061,18 +1061,20 @@ def test_scatter_reduce_sum_mean_import_and_match_the_model(tmp_path):
 
 def test_diagonal_norms_and_shifts_import_and_match_the_model(tmp_path):
     """torch.diagonal (offsets of both signs, dims not last, a wide matrix), torch.trace, diag_embed's sum; vector
-    norms of order inf, -inf and 0 (abs with amax / amin; a count of nonzeros); << and >> of int64 by numbers
-    (negative values: the right shift rounds toward -inf)."""
+    norms of order inf, -inf and 0 (abs with amax / amin; a count of nonzeros), F.normalize by them; << and >> of
+    int64 by numbers (negative values: the right shift rounds toward -inf)."""
     g = verified(tmp_path, """
         import torch
         import torch.nn as nn
+        import torch.nn.functional as F
 
         class Model(nn.Module):
             def forward(self, x, w, i):
                 return (torch.diagonal(x, dim1=-2, dim2=-1), torch.diagonal(x, 1, 0, 2), torch.diagonal(w, -2),
                         torch.diagonal(w, 3), torch.trace(w[:, :5]), torch.diag_embed(x[:, 0]).sum(-1),
                         torch.linalg.vector_norm(x, float("inf"), dim=1), torch.linalg.vector_norm(x, -float("inf")),
-                        torch.linalg.vector_norm(x * (x > 0), 0, dim=(0, 2)), i << 3, i >> 2, (i >> 1) << 1)
+                        torch.linalg.vector_norm(x * (x > 0), 0, dim=(0, 2)), i << 3, i >> 2, (i >> 1) << 1,
+                        F.normalize(w, p=float("inf"), dim=1), F.normalize(x, dim=-1), torch.norm(w, p=0))
 
         def get_inputs():
             return [torch.randn(3, 5, 5), torch.randn(5, 7), torch.randint(-100, 100, (4, 6))]
