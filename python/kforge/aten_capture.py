@@ -408,30 +408,26 @@ def glu(a):
             Emit("sigmoid", [second], {}, gate), Emit("mul", [first, gate], {})]
 
 
-def _cmp(b, op, x, v):
-    return b(op, [x, None], {"scalar": v, "reverse": False}, getattr(torch, op), x, v)
-
-
 @aten_rule("threshold")
 def threshold(a):
     b = _Steps(a)
-    keep = _cmp(b, "gt", a.self, a.threshold)
+    keep = b.scalar("gt", a.self, a.threshold)
     return b.steps + [Emit("where", [keep, a.self, Const(a.value, a.out.dtype)], {})]
 
 
 @aten_rule("hardshrink")
 def hardshrink(a):
     b = _Steps(a)
-    keep = _cmp(b, "gt", b("abs", [a.self], {}, torch.abs, a.self), a.lambd)
+    keep = b.scalar("gt", b("abs", [a.self], {}, torch.abs, a.self), a.lambd)
     return b.steps + [Emit("where", [keep, a.self, Const(0, a.out.dtype)], {})]
 
 
 @aten_rule("softshrink")
 def softshrink(a):
     x, lam, b = a.self, a.lambd, _Steps(a)
-    above, below = _cmp(b, "gt", x, lam), _cmp(b, "lt", x, -lam)
-    down = b("sub", [x, None], {"scalar": lam, "reverse": False}, torch.sub, x, lam)
-    up = b("add", [x, None], {"scalar": lam, "reverse": False}, torch.add, x, lam)
+    above, below = b.scalar("gt", x, lam), b.scalar("lt", x, -lam)
+    down = b.scalar("sub", x, lam)
+    up = b.scalar("add", x, lam)
     low = b("where", [below, up, Const(0, x.dtype)], {}, torch.where, below, up, torch.zeros((), dtype=x.dtype,
                                                                                               device="meta"))
     return b.steps + [Emit("where", [above, down, low], {})]
@@ -441,7 +437,7 @@ def softshrink(a):
 def celu(a):
     """celu(x, alpha) = alpha * elu(x / alpha)."""
     x, alpha, b = a.self, float(a.alpha), _Steps(a)
-    y = b("mul", [x, None], {"scalar": 1.0 / alpha, "reverse": False}, torch.mul, x, 1.0 / alpha)
+    y = b.scalar("mul", x, 1.0 / alpha)
     e = b("elu", [y], {"alpha": 1.0}, F.elu, y)
     return b.steps + [Emit("mul", [e, None], {"scalar": alpha, "reverse": False})]
 
@@ -461,7 +457,7 @@ def lerp(a):
     x, b = a.self, _Steps(a)
     d = b("sub", [a.end, x], {}, torch.sub, a.end, x)
     if is_num(a.weight):
-        wd = b("mul", [d, None], {"scalar": a.weight, "reverse": False}, torch.mul, d, a.weight)
+        wd = b.scalar("mul", d, a.weight)
     else:
         wd = b("mul", [a.weight, d], {}, torch.mul, a.weight, d)
     return b.steps + [Emit("add", [x, wd], {})]
@@ -473,7 +469,7 @@ def prelu(a):
     if a.aten_name == "prelu" and w.numel() > 1 and x.dim() > 2:
         w = b("reshape", [w], {"shape": [w.numel()] + [1] * (x.dim() - 2)}, w.reshape,
               [w.numel()] + [1] * (x.dim() - 2))
-    pos = _cmp(b, "gt", x, 0)
+    pos = b.scalar("gt", x, 0)
     scaled = b("mul", [w, x], {}, torch.mul, w, x)
     return b.steps + [Emit("where", [pos, x, scaled], {})]
 
@@ -570,10 +566,10 @@ def any_all(a):
     d = getattr(a, "dim", None)
     attrs = {"dims": dims(d, x.dim()), "keepdim": bool(getattr(a, "keepdim", False))}
     test = "ne" if a.aten_name == "any" else "eq"
-    hit = _cmp(b, test, x, 0)
+    hit = b.scalar(test, x, 0)
     n = b("cast", [hit], {"dtype": torch.int64}, lambda t: t.to(torch.int64), hit)
     count = b("sum", [n], attrs, lambda t: torch.sum(t, dim=attrs["dims"] or None, keepdim=attrs["keepdim"]), n)
-    _cmp(b, "gt" if a.aten_name == "any" else "eq", count, 0)
+    b.scalar("gt" if a.aten_name == "any" else "eq", count, 0)
     return b.done(a.out)
 
 
@@ -640,8 +636,8 @@ def histc(a):
         lo = b("amin", [flat], attrs, lambda t: torch.amin(t, 0), flat)
         hi = b("amax", [flat], attrs, lambda t: torch.amax(t, 0), flat)
         same = b("eq", [lo, hi], {}, torch.eq, lo, hi)
-        lo_w = b("sub", [lo, None], {"scalar": 1, "reverse": False}, torch.sub, lo, 1)
-        hi_w = b("add", [hi, None], {"scalar": 1, "reverse": False}, torch.add, hi, 1)
+        lo_w = b.scalar("sub", lo, 1)
+        hi_w = b.scalar("add", hi, 1)
         lo = b("where", [same, lo_w, lo], {}, torch.where, same, lo_w, lo)
         hi = b("where", [same, hi_w, hi], {}, torch.where, same, hi_w, hi)
         width = b("sub", [hi, lo], {}, torch.sub, hi, lo)
@@ -650,10 +646,10 @@ def histc(a):
         width = Const(float(hi_v - lo_v), dt)
     t = lambda v: v if isinstance(v, torch.Tensor) else v.value  # noqa: E731  (a meta value or the constant)
     shifted = b("sub", [flat, lo], {}, lambda u, v: u - v, flat, t(lo))
-    scaled = b("mul", [shifted, None], {"scalar": bins, "reverse": False}, torch.mul, shifted, bins)
+    scaled = b.scalar("mul", shifted, bins)
     pos = b("div", [scaled, width], {}, lambda u, v: u / v, scaled, t(width))
     idx = b("cast", [pos], {"dtype": torch.int64}, lambda u: u.to(torch.int64), pos)
-    at_end = _cmp(b, "eq", idx, bins)
+    at_end = b.scalar("eq", idx, bins)
     idx = b("where", [at_end, Const(bins - 1, torch.int64), idx], {}, lambda m, u: torch.where(m, bins - 1, u),
             at_end, idx)
     above = b("ge", [flat, lo], {}, lambda u, v: u >= v, flat, t(lo))
@@ -664,6 +660,16 @@ def histc(a):
     zeros = b("full", [], {"shape": [bins], "value": 0, "dtype": dt}, torch.zeros, bins, dtype=dt, device="meta")
     b("scatter_add", [zeros, idx, ones], {"dim": 0}, torch.scatter_add, zeros, 0, idx, ones)
     return b.done(a.out)
+
+
+def _negative(b, y):
+    """Where y's sign is negative: y < 0, and for floats also -0.0 (its reciprocal is -inf; for y != 0 the
+    reciprocal has y's sign). A NaN's sign bit is not read: it counts as positive."""
+    neg = b.scalar("lt", y, 0)
+    if not y.dtype.is_floating_point:
+        return neg
+    neg_zero = b.scalar("lt", b("reciprocal", [y], {}, torch.reciprocal, y), 0)
+    return b("logical_or", [neg, neg_zero], {}, torch.logical_or, neg, neg_zero)
 
 
 @aten_rule("copysign")
@@ -682,17 +688,10 @@ def copysign(a):
         else:
             b("identity", [mag], {}, lambda u: u.clone(), mag)
         return b.done(a.out)
-    neg_y = _cmp(b, "lt", y, 0)
-    inv = b("reciprocal", [y], {}, torch.reciprocal, y)
-    neg_zero = _cmp(b, "lt", inv, 0)  # -0.0: its reciprocal is -inf; for y != 0 the same sign as y
-    flip = b("logical_or", [neg_y, neg_zero], {}, torch.logical_or, neg_y, neg_zero)
+    flip = _negative(b, y)
     minus = b("neg", [mag], {}, torch.neg, mag)
     b("where", [flip, minus, mag], {}, torch.where, flip, minus, mag)
     return b.done(a.out)
-
-
-def _scalar_op(b, op, x, v):
-    return b(op, [x, None], {"scalar": v, "reverse": False}, getattr(torch, op), x, v)
 
 
 def _triangle_coords(b, row, col, offset, lower):
@@ -704,14 +703,13 @@ def _triangle_coords(b, row, col, offset, lower):
     k = sum(1 for r in range(row) for c in range(col) if ((c - r <= offset) if lower else (c - r >= offset)))
     if k == 0:
         raise Unsupported(f"an empty triangle ({row} x {col}, offset {offset})")
-    ones = b("full", [], {"shape": [n], "value": 1, "dtype": i64}, torch.ones, n, dtype=i64, device="meta")
-    pos = _scalar_op(b, "sub", b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0), 1)
-    r = _scalar_op(b, "floor_divide", pos, col)
-    c = _scalar_op(b, "remainder", pos, col)
+    pos = b.scalar("sub", b.counting(n, i64), 1)
+    r = b.scalar("floor_divide", pos, col)
+    c = b.scalar("remainder", pos, col)
     diag = b("sub", [c, r], {}, torch.sub, c, r)
-    keep = _cmp(b, "le" if lower else "ge", diag, offset)
+    keep = b.scalar("le" if lower else "ge", diag, offset)
     kept = b("cast", [keep], {"dtype": i64}, lambda t: t.to(i64), keep)
-    slot = _scalar_op(b, "sub", b("cumsum", [kept], {"dim": 0}, torch.cumsum, kept, 0), 1)
+    slot = b.scalar("sub", b("cumsum", [kept], {"dim": 0}, torch.cumsum, kept, 0), 1)
     slot = b("where", [keep, slot, Const(k, i64)], {}, lambda m, t: torch.where(m, t, k), keep, slot)
     coords = []
     for coord in (r, c):
@@ -754,7 +752,7 @@ def pdist(a):
     dist = b("norm", [d], {"dims": [2], "keepdim": False, "p": finite(p, "p")}, torch.linalg.vector_norm, d, p, -1)
     flat = b("reshape", [dist], {"shape": [n * n]}, torch.reshape, dist, [n * n])
     r, c = _triangle_coords(b, n, n, 1, lower=False)
-    rn = _scalar_op(b, "mul", r, n)
+    rn = b.scalar("mul", r, n)
     lin = b("add", [rn, c], {}, torch.add, rn, c)
     b("index_select", [flat, lin], {"dim": 0}, torch.index_select, flat, 0, lin)
     return b.done(a.out)
@@ -857,12 +855,8 @@ def fmax_fmin(a):
 @aten_rule("signbit")
 def signbit(a):
     """torch.signbit: x < 0, and -0.0 (its reciprocal is -inf) for floats; a NaN's sign bit is not read (False)."""
-    x, b = a.self, _Steps(a)
-    neg = _cmp(b, "lt", x, 0)
-    if x.dtype.is_floating_point:
-        inv = b("reciprocal", [x], {}, torch.reciprocal, x)
-        neg_zero = _cmp(b, "lt", inv, 0)
-        b("logical_or", [neg, neg_zero], {}, torch.logical_or, neg, neg_zero)
+    b = _Steps(a)
+    _negative(b, a.self)
     return b.done(a.out)
 
 
@@ -892,7 +886,7 @@ def masked_scatter(a):
     flat_x = b("reshape", [x], {"shape": [n]}, torch.reshape, x, [n])
     count = b("cast", [flat_mask], {"dtype": i64}, lambda t: t.to(i64), flat_mask)
     pos = b("cumsum", [count], {"dim": 0}, torch.cumsum, count, 0)
-    pos = b("sub", [pos, None], {"scalar": 1, "reverse": False}, torch.sub, pos, 1)
+    pos = b.scalar("sub", pos, 1)
     pos = b("where", [flat_mask, pos, Const(0, i64)], {}, lambda m, t: torch.where(m, t, 0), flat_mask, pos)
     m = src.numel()
     flat_src = b("reshape", [src], {"shape": [m]}, torch.reshape, src, [m])
@@ -1320,16 +1314,13 @@ def arange(a):
     (exact for integers, and for float32 up to 2**24 elements)."""
     start, step = (0, 1) if a.overload == "default" else (a.start, 1 if a.overload == "start" else a.step)
     n, dt, b = int(a.out.shape[0]), a.out.dtype, _Steps(a)
-    ones = b("full", [], {"shape": [n], "value": 1, "dtype": dt}, torch.ones, n, dtype=dt, device="meta")
-    cur = b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)
+    cur = b.counting(n, dt)
     if start - step != 0:  # i + 1 -> start + step * i
         if step != 1:
-            cur = b("mul", [cur, None], {"scalar": step, "reverse": False}, torch.mul, cur, step)
-        cur = b("add", [cur, None], {"scalar": start - step, "reverse": False}, torch.add, cur, start - step)
+            cur = b.scalar("mul", cur, step)
+        cur = b.scalar("add", cur, start - step)
     elif step != 1:
-        cur = b("mul", [cur, None], {"scalar": step, "reverse": False}, torch.mul, cur, step)
-    if cur is ones:
-        return Alias(ones)
+        cur = b.scalar("mul", cur, step)
     return b.done()
 
 
@@ -1473,10 +1464,8 @@ def _base_coords(b, n, align_corners, dt):
         return b("full", [], {"shape": [n], "value": 0, "dtype": dt}, torch.zeros, n, dtype=dt, device="meta")
     step = 2.0 / (n - 1) if align_corners else 2.0 / n
     offset = -1.0 - step if align_corners else -1.0 - 1.0 / n
-    ones = b("full", [], {"shape": [n], "value": 1, "dtype": dt}, torch.ones, n, dtype=dt, device="meta")
-    idx = b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)
-    cur = b("mul", [idx, None], {"scalar": step, "reverse": False}, torch.mul, idx, step)
-    return b("add", [cur, None], {"scalar": offset, "reverse": False}, torch.add, cur, offset)
+    cur = b.scalar("mul", b.counting(n, dt), step)
+    return b.scalar("add", cur, offset)
 
 
 @aten_rule("affine_grid_generator")

@@ -59,6 +59,17 @@ class _Steps:
         self.steps.append(Emit(op, inputs, attrs, out))
         return out
 
+    def scalar(self, op, x, v, reverse=False):
+        """`op` of a tensor and a number (the number first when reverse): one node with the number as its attr."""
+        fn = (lambda t: getattr(torch, op)(v, t)) if reverse else (lambda t: getattr(torch, op)(t, v))
+        return self(op, [x, None], {"scalar": v, "reverse": reverse}, fn, x)
+
+    def counting(self, n, dtype):
+        """1, 2, ..., n as a 1-d tensor of `dtype`: a cumulative sum of ones (no op holds tensor data; exact for
+        integers, and for float32 up to 2**24)."""
+        ones = self("full", [], {"shape": [n], "value": 1, "dtype": dtype}, torch.ones, n, dtype=dtype, device="meta")
+        return self("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)
+
     def done(self, out=None):
         self.steps[-1] = self.steps[-1]._replace(out=out)
         return self.steps
@@ -582,7 +593,7 @@ def norm_plan(a, x, p, dim_arg, keepdim, dtype):
     b, over, keep = _Steps(a), tuple(attrs["dims"]) or tuple(range(x.dim())), attrs["keepdim"]
     b.steps = steps
     if p == 0:
-        hit = b("ne", [x, None], {"scalar": 0, "reverse": False}, torch.ne, x, 0)
+        hit = b.scalar("ne", x, 0)
         x = b("cast", [hit], {"dtype": x.dtype}, lambda t: t.to(x.dtype), hit)
         b("sum", [x], attrs, lambda t: torch.sum(t, dim=over, keepdim=keep), x)
         return b.done()
@@ -862,19 +873,18 @@ def max_pool_indices_plan(b, x, k, s, p, d, ceil_mode, values_shape):
     flat_shape = shape(cur)[:rank] + [k[0] * k[1]]
     cur = b("reshape", [cur], {"shape": flat_shape}, torch.reshape, cur, flat_shape)
     arg = b("argmax", [cur], {"dim": rank, "keepdim": False}, lambda t: torch.argmax(t, rank), cur)
-    dh = b("floor_divide", [arg, None], {"scalar": k[1], "reverse": False}, torch.floor_divide, arg, k[1])
-    dw = b("remainder", [arg, None], {"scalar": k[1], "reverse": False}, torch.remainder, arg, k[1])
+    dh = b.scalar("floor_divide", arg, k[1])
+    dw = b.scalar("remainder", arg, k[1])
 
     def origins(n, stride, pad, view):  # (i * stride - pad) for i < n, shaped to broadcast along its dim
-        ones = b("full", [], {"shape": [n], "value": 1, "dtype": i64}, torch.ones, n, dtype=i64, device="meta")
-        i = b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)  # i + 1
-        o = b("mul", [i, None], {"scalar": stride, "reverse": False}, torch.mul, i, stride)
-        o = b("sub", [o, None], {"scalar": stride + pad, "reverse": False}, torch.sub, o, stride + pad)
+        o = b.scalar("mul", b.counting(n, i64), stride)  # (i + 1) * stride
+        o = b.scalar("sub", o, stride + pad)
         return b("reshape", [o], {"shape": view}, torch.reshape, o, view)
 
-    rows = b("add", [dh, origins(ho, s[0], p[0], [ho, 1])], {}, torch.add, dh, origins(ho, s[0], p[0], [ho, 1]))
-    cols = b("add", [dw, origins(wo, s[1], p[1], [1, wo])], {}, torch.add, dw, origins(wo, s[1], p[1], [1, wo]))
-    rows_w = b("mul", [rows, None], {"scalar": w, "reverse": False}, torch.mul, rows, w)
+    top, left = origins(ho, s[0], p[0], [ho, 1]), origins(wo, s[1], p[1], [1, wo])
+    rows = b("add", [dh, top], {}, torch.add, dh, top)
+    cols = b("add", [dw, left], {}, torch.add, dw, left)
+    rows_w = b.scalar("mul", rows, w)
     return b("add", [rows_w, cols], {}, torch.add, rows_w, cols)
 
 
@@ -1001,11 +1011,8 @@ def cosine_embedding_loss(a):
         p = emit("mul", [u, v], {}, torch.mul, u, v)
         return emit("sum", [p], {"dims": last, "keepdim": False}, lambda t: t.sum(last[0]), p)
 
-    def scalar(op, x, v, reverse=False):
-        fn = (lambda t: v - t) if reverse else (lambda t: getattr(torch, op)(t, v))
-        return emit(op, [x, None], {"scalar": v, "reverse": reverse}, fn, x)
-
     prod = summed(x1, x2)
+    scalar = emit.scalar
     sq1 = scalar("add", summed(x1, x1), 1e-12)
     sq2 = scalar("add", summed(x2, x2), 1e-12)
     both = emit("mul", [sq1, sq2], {}, torch.mul, sq1, sq2)
@@ -1052,10 +1059,10 @@ def gaussian_nll_loss(a):
     d2 = b("mul", [d, d], {}, torch.mul, d, d)
     q = b("div", [d2, c], {}, torch.div, d2, c)
     h = b("add", [lg, q], {}, torch.add, lg, q)
-    h = b("mul", [h, None], {"scalar": 0.5, "reverse": False}, torch.mul, h, 0.5)
+    h = b.scalar("mul", h, 0.5)
     if a.full:
         const = 0.5 * math.log(2 * math.pi)
-        h = b("add", [h, None], {"scalar": const, "reverse": False}, torch.add, h, const)
+        h = b.scalar("add", h, const)
     if a.reduction == "none":
         return b.done()
     return b.steps + [Emit(a.reduction, [h], {"dims": [], "keepdim": False})]
@@ -1257,8 +1264,8 @@ def _index_select_plan(a, x, idx):
     d = x.dim() - len(idx) + k if Ellipsis in idx[:k] else k
     b, size = _Steps(a), int(x.shape[d])
     # torch counts a negative index from the end (index_select does not): index + size where index < 0
-    neg = b("lt", [index, None], {"scalar": 0, "reverse": False}, torch.lt, index, 0)
-    up = b("add", [index, None], {"scalar": size, "reverse": False}, torch.add, index, size)
+    neg = b.scalar("lt", index, 0)
+    up = b.scalar("add", index, size)
     index = b("where", [neg, up, index], {}, torch.where, neg, up, index)
     if index.dim() == 1:
         b("index_select", [x, index], {"dim": d}, torch.index_select, x, d, index)
@@ -1322,19 +1329,19 @@ def _linear_index(b, x, idx, write=False):
             offset += (v + size if v < 0 else v) * stride
         else:
             t = item if item.dtype == i64 else b("cast", [item], {"dtype": i64}, lambda u: u.to(i64), item)
-            neg = b("lt", [t, None], {"scalar": 0, "reverse": False}, torch.lt, t, 0)
-            up = b("add", [t, None], {"scalar": size, "reverse": False}, torch.add, t, size)
+            neg = b.scalar("lt", t, 0)
+            up = b.scalar("add", t, size)
             t = b("where", [neg, up, t], {}, torch.where, neg, up, t)
-            low = b("ge", [t, None], {"scalar": 0, "reverse": False}, torch.ge, t, 0)
-            high = b("lt", [t, None], {"scalar": size, "reverse": False}, torch.lt, t, size)
+            low = b.scalar("ge", t, 0)
+            high = b.scalar("lt", t, size)
             ok = b("logical_and", [low, high], {}, torch.logical_and, low, high)
             valid = ok if valid is None else b("logical_and", [valid, ok], {}, torch.logical_and, valid, ok)
             if stride != 1:
-                t = b("mul", [t, None], {"scalar": stride, "reverse": False}, torch.mul, t, stride)
+                t = b.scalar("mul", t, stride)
             lin = t if lin is None else b("add", [lin, t], {}, torch.add, lin, t)
         stride *= size
     if offset:
-        lin = b("add", [lin, None], {"scalar": offset, "reverse": False}, torch.add, lin, offset)
+        lin = b.scalar("add", lin, offset)
     lin = b("where", [valid, lin, Const(total, i64)], {}, lambda ok, u: torch.where(ok, u, total), valid, lin)
     return cur, perm, pos, m, lin, total
 
@@ -1609,14 +1616,12 @@ def _nearest_exact_plan(a, x, size):
             scale = float(torch.tensor(1.0 / float(factors[d]), dtype=torch.float64).to(f32))
         else:
             scale = float(torch.tensor(float(n_in), dtype=f32) / torch.tensor(float(n_out), dtype=f32))
-        ones = b("full", [], {"shape": [n_out], "value": 1, "dtype": f32}, torch.ones, n_out, dtype=f32,
-                 device="meta")
-        pos = b("cumsum", [ones], {"dim": 0}, torch.cumsum, ones, 0)  # i + 1
-        pos = b("sub", [pos, None], {"scalar": 0.5, "reverse": False}, torch.sub, pos, 0.5)
+        pos = b.counting(n_out, f32)  # i + 1
+        pos = b.scalar("sub", pos, 0.5)
         src = b("mul", [pos, Const(scale, f32)], {}, lambda t: t * scale, pos)
         src = b("floor", [src], {}, torch.floor, src)
         idx = b("cast", [src], {"dtype": i64}, lambda t: t.to(i64), src)
-        past = b("gt", [idx, None], {"scalar": n_in - 1, "reverse": False}, torch.gt, idx, n_in - 1)
+        past = b.scalar("gt", idx, n_in - 1)
         idx = b("where", [past, Const(n_in - 1, i64), idx], {}, lambda m, t: torch.where(m, n_in - 1, t), past, idx)
         cur = b("index_select", [cur, idx], {"dim": 2 + d}, torch.index_select, cur, 2 + d, idx)
     if not b.steps:
