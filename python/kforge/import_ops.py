@@ -1253,6 +1253,14 @@ tensor_setitem.__name__ = "__setitem__"  # so the tracer sees an in-place call
 NAMES[tensor_setitem] = "Tensor.__setitem__"
 
 
+def _from_the_end(b, index, size):
+    """An index tensor with its negative entries counted from the end of a dim of `size`, as torch's indexing
+    counts them (index_select alone does not)."""
+    neg = b.scalar("lt", index, 0)
+    up = b.scalar("add", index, size)
+    return b("where", [neg, up, index], {}, torch.where, neg, up, index)
+
+
 def _index_select_plan(a, x, idx):
     """x[..., index, ...] with one integer index tensor and full slices elsewhere -> index_select (+ reshapes) of
     the index with its negative entries counted from the end."""
@@ -1263,10 +1271,7 @@ def _index_select_plan(a, x, idx):
         raise Unsupported("advanced indexing other than one integer index tensor among full slices")
     d = x.dim() - len(idx) + k if Ellipsis in idx[:k] else k
     b, size = _Steps(a), int(x.shape[d])
-    # torch counts a negative index from the end (index_select does not): index + size where index < 0
-    neg = b.scalar("lt", index, 0)
-    up = b.scalar("add", index, size)
-    index = b("where", [neg, up, index], {}, torch.where, neg, up, index)
+    index = _from_the_end(b, index, size)
     if index.dim() == 1:
         b("index_select", [x, index], {"dim": d}, torch.index_select, x, d, index)
         return b.done()
@@ -1329,9 +1334,7 @@ def _linear_index(b, x, idx, write=False):
             offset += (v + size if v < 0 else v) * stride
         else:
             t = item if item.dtype == i64 else b("cast", [item], {"dtype": i64}, lambda u: u.to(i64), item)
-            neg = b.scalar("lt", t, 0)
-            up = b.scalar("add", t, size)
-            t = b("where", [neg, up, t], {}, torch.where, neg, up, t)
+            t = _from_the_end(b, t, size)
             low = b.scalar("ge", t, 0)
             high = b.scalar("lt", t, size)
             ok = b("logical_and", [low, high], {}, torch.logical_and, low, high)
