@@ -25,6 +25,7 @@ import warnings
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import complex_pairs
 from . import import_ops as ops
 from .import_ops import Alias, Args, Unsupported, DTYPES, UserError, InternalError  # noqa: F401
 
@@ -179,8 +180,9 @@ def validate(graph, schema):
 def dtype_name(dt):
     if dt not in DTYPES:
         if dt.is_complex:
-            raise Unsupported(f"dtype {dt} (kforge's graphs hold real tensors: keep the real and imaginary parts as "
-                              f"real tensors, e.g. rotary embeddings as x * cos + rotate_half(x) * sin)")
+            raise Unsupported(f"dtype {dt} here (kforge follows complex tensors inside forward and as parameters "
+                              f"or buffers; give and return real tensors: torch.view_as_real(z), "
+                              f"torch.view_as_complex(x))")
         raise Unsupported(f"dtype {dt}")
     return DTYPES[dt]
 
@@ -425,6 +427,7 @@ class Tracer:
         self.nodes = []
         self.ids = itertools.count()
         self.model = None
+        self.complex = complex_pairs.Pairs(self)  # complex tensors as (re, im) pairs of real ones
 
     # -- locations
     def user_line(self):
@@ -449,6 +452,10 @@ class Tracer:
             return fn(*args, **kwargs)
         finally:
             self.depth -= 1
+
+    def recording(self):
+        """A context in which torch calls are recorded by their rules (for code kforge writes for the model)."""
+        return _Mode(self)
 
     def call(self, func, args, kwargs):
         if func in ops.FACTORIES and not tensors_in(args):
@@ -539,6 +546,8 @@ class Tracer:
     def call_forward(self, func, args, kwargs):
         name = ops.callable_name(func)
         shown = ops.display_name(name)
+        if complex_pairs.involved(func, args, kwargs):
+            return self.complex.call(func, shown, args, kwargs)
         if func in _DATA_DEPENDENT:
             what = _DATA_DEPENDENT[func]
             if what in ("__bool__", "__nonzero__"):
@@ -1041,12 +1050,19 @@ def bind_params(tracer, model):
     params, k = [], 0
     for kind, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
         for path, t in creation_order(tracer, items):
+            pid = f"p{k}"
+            k += 1
+            if t.is_complex() and t.dtype in complex_pairs.REAL_OF:  # held as its real view: shape + [2]
+                real = tracer.run(torch.empty, [*t.shape, 2], dtype=complex_pairs.REAL_OF[t.dtype], device="meta")
+                params.append({"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in real.shape],
+                               "dtype": dtype_name(real.dtype), "complex": True})
+                tracer.bind(real, pid)
+                tracer.complex.store(t, real)
+                continue
             try:
                 dt = dtype_name(t.dtype)
             except Unsupported as e:
                 raise UserError(f"{tracer.shown}: {kind} `{path}`: unsupported {e}")
-            pid = f"p{k}"
-            k += 1
             params.append({"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in t.shape], "dtype": dt})
             tracer.bind(t, pid)
     return params
@@ -1066,6 +1082,9 @@ def flatten_outputs(result, tracer):
 
 def output_id(tracer, t, model):
     """An output that is a graph input or parameter itself gets an identity node (outputs are node values)."""
+    if t.is_complex():
+        raise UserError(f"{tracer.shown}: forward returns a complex tensor; kforge's outputs are real tensors: "
+                        f"return torch.view_as_real(z) (and torch.view_as_complex it back where you need it)")
     vid = tracer.value_of(t)
     if vid.startswith("t"):
         return vid

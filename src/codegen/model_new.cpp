@@ -49,6 +49,17 @@ std::string py_forward_args(const ir::Graph& g) {
   return os.str();
 }
 
+// A param's (shape, dtype) as the model holds it: a complex one is its real view in the graph (last dim 2).
+std::string py_param_spec(const ir::Graph& g, const ir::GraphParam& pr) {
+  const ir::TensorType& t = g.type(pr.value);
+  if (!pr.complex_view) return py_shape(t.shape) + ", torch." + std::string(ir::dtype_name(t.dtype));
+  const ir::Shape shape(t.shape.begin(), t.shape.end() - 1);
+  const char* dtype = t.dtype == ir::DType::kFloat64   ? "complex128"
+                      : t.dtype == ir::DType::kFloat16 ? "complex32"
+                                                       : "complex64";
+  return py_shape(shape) + ", torch." + dtype;
+}
+
 }  // namespace
 
 std::string model_new_tables(const ir::Graph& g, const Program& p) {
@@ -60,7 +71,7 @@ std::string model_new_tables(const ir::Graph& g, const Program& p) {
   for (size_t i = 0; i < g.params().size(); ++i) {
     const auto& pr = g.params()[i];
     params << (i ? ", " : "") << "(" << Json(pr.path).dump() << ", " << (pr.is_buffer ? "True" : "False") << ", "
-           << py_shape(g.type(pr.value).shape) << ", torch." << ir::dtype_name(g.type(pr.value).dtype) << ")";
+           << py_param_spec(g, pr) << ")";
   }
   params << "]";
   std::ostringstream os;

@@ -49,6 +49,9 @@ struct GraphParam {
   std::string path;  // "conv.weight"
   bool is_buffer = false;
   Json moments;  // {"mean", "std"} of the model's own initial values, measured at import; null when unknown
+  // A complex parameter or buffer, held as its real view (the last dim of 2: real, imaginary): the model's
+  // tensor is complex64 (complex128, complex32) of the shape without that dim, whose memory is this view.
+  bool complex_view = false;
 };
 
 // One positional argument of forward: a graph input, or a Python number the graph was specialized to
@@ -93,7 +96,7 @@ class Graph {
 
   ValueIndex add_input(const std::string& id, const std::string& name, TensorType type, Json dist);
   ValueIndex add_param(const std::string& id, const std::string& path, bool is_buffer, TensorType type,
-                       Json moments = Json());
+                       Json moments = Json(), bool complex_view = false);
   // Appends a node whose inputs are already in the graph; its output type is given.
   ValueIndex add_node(const std::string& id, Node node, TensorType type);
   void set_outputs(std::vector<ValueIndex> outs) { outputs_ = std::move(outs); }

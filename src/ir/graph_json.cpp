@@ -252,7 +252,13 @@ StatusOr<Graph> graph_from_json_fields(const Json& j, const std::string& what) {
     if (!moments.is_null() &&
         !(moments.is_object() && moments.value("mean", Json()).is_number() && moments.value("std", Json()).is_number()))
       return invalid_argument(where + ": moments must be {\"mean\": number, \"std\": number}");
-    g.add_param(id, jp.value("path", id), kind == "buffer", std::move(t), std::move(moments));
+    const bool complex_view = jp.value("complex", false);
+    if (complex_view &&
+        (t.shape.empty() || t.shape.back() != 2 || !is_floating(t.dtype) || t.dtype == DType::kBFloat16))
+      return invalid_argument(where +
+                              ": a complex param is its real view: float32, float64 or float16 with a last "
+                              "dim of 2");
+    g.add_param(id, jp.value("path", id), kind == "buffer", std::move(t), std::move(moments), complex_view);
   }
   i = 0;
   for (const auto& jn : j.value("nodes", Json::array())) {
@@ -402,6 +408,7 @@ OrderedJson graph_to_json(const Graph& g) {
     o["kind"] = p.is_buffer ? "buffer" : "parameter";
     type_fields(o, g.type(p.value));
     if (!p.moments.is_null()) o["moments"] = p.moments;
+    if (p.complex_view) o["complex"] = true;
     j["params"].push_back(o);
   }
   j["nodes"] = OrderedJson::array();

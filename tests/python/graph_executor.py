@@ -278,6 +278,12 @@ def _flatten(result):
     return [t for r in result for t in _flatten(r)]
 
 
+def _param_value(p, t):
+    """A complex parameter is its real view in the graph (shape + [2]), as the ModelNew passes its memory."""
+    t = t.detach()
+    return torch.view_as_real(t) if p.get("complex") else t
+
+
 def check_problem(path, graph, seed=0, trials=2, atol=1e-5, rtol=1e-4):
     """The graph against the problem's own forward on the CPU, for `trials` random input sets."""
     module = load(path)
@@ -289,7 +295,7 @@ def check_problem(path, graph, seed=0, trials=2, atol=1e-5, rtol=1e-4):
     for trial in range(trials):
         torch.manual_seed(seed + 1 + trial)
         inputs = list(module.get_inputs())
-        values = {p["id"]: tensors[p["path"]].detach() for p in graph["params"]}
+        values = {p["id"]: _param_value(p, tensors[p["path"]]) for p in graph["params"]}
         for arg, x in zip(graph["forward_args"], inputs):
             if "input" in arg:
                 values[arg["input"]] = x

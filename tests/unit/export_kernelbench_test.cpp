@@ -127,6 +127,21 @@ TEST(ExportKernelbench, CublasGemmWithBias) {
   EXPECT_TRUE(has(text, "}  // namespace kforge_unit_0_k0_linear\n#undef KF_CUBLAS\n"));
 }
 
+// A complex buffer is its real view in the graph; ModelNew checks it (and passes its memory) as the model holds it.
+TEST(ExportKernelbench, ComplexBufferIsCheckedAsTheModelHoldsIt) {
+  ir::Graph g = graph_from_text(R"({
+    "format": "kforge.graph/1", "name": "t_complex",
+    "inputs": [{"id": "x", "name": "x", "shape": [4, 8, 2], "dtype": "float32"}],
+    "params": [{"id": "f", "path": "freqs", "kind": "buffer", "shape": [4, 8, 2], "dtype": "float32", "complex": true}],
+    "nodes": [{"id": "y", "op": "mul", "inputs": ["x", "f"], "attrs": {}, "shape": [4, 8, 2], "dtype": "float32"}],
+    "outputs": ["y"]
+  })");
+  EXPECT_TRUE(g.params()[0].complex_view);
+  const std::string text = export_text(g);
+  expect_kernelbench_file(text);
+  EXPECT_TRUE(has(text, "_KF_PARAMS = [(\"freqs\", True, (4, 8), torch.complex64)]")) << text;
+}
+
 TEST(ExportKernelbench, CudnnConvWithRelu) {
   ir::Graph g = graph_from_text(R"({
     "format": "kforge.graph/1", "name": "t_conv",

@@ -94,6 +94,20 @@ TEST(GraphJsonErrors, ShapeDisagreementWithTorchIsReported) {
   EXPECT_NE(e.find("torch recorded float32[2, 4] but kforge infers float32[2, 5]"), std::string::npos) << e;
 }
 
+TEST(GraphJson, ComplexParamRoundTripsAndMustBeARealView) {
+  const std::string param = R"("params":[{"id":"f","path":"freqs","kind":"buffer","shape":[3,2],"dtype":"float32",)"
+                            R"("complex":true}],)";
+  const std::string rest = R"("nodes":[{"id":"y","op":"relu","inputs":["f"],"shape":[3,2],"dtype":"float32"}],)"
+                           R"("outputs":["y"]})";
+  Graph g = graph_from_text(R"({"format":"kforge.graph/1","inputs":[],)" + param + rest);
+  ASSERT_TRUE(g.params()[0].complex_view);
+  EXPECT_EQ(graph_to_json(g)["params"][0].value("complex", false), true);
+  std::string bad = R"({"format":"kforge.graph/1","inputs":[],"params":[{"id":"f","path":"freqs","kind":"buffer",)"
+                    R"("shape":[3],"dtype":"float32","complex":true}],)"
+                    R"("nodes":[{"id":"y","op":"relu","inputs":["f"],"shape":[3],"dtype":"float32"}],"outputs":["y"]})";
+  EXPECT_NE(graph_error(bad).find("a complex param is its real view"), std::string::npos) << graph_error(bad);
+}
+
 TEST(GraphJsonErrors, UndefinedInputIsNamed) {
   std::string text = R"({"format":"kforge.graph/1","inputs":[],"params":[],
     "nodes":[{"id":"y","op":"relu","inputs":["ghost"],"shape":[1],"dtype":"float32"}],"outputs":["y"]})";
