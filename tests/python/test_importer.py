@@ -622,11 +622,12 @@ def test_error_model_assertion_says_what_it_checked(tmp_path):
     assert "unsupported" not in msg
 
 
-def test_error_complex_buffer_says_how_to_stay_real(tmp_path):
+def test_complex_buffer_is_a_param_of_its_real_view(tmp_path):
     path = write_problem(tmp_path, "return x * self.f.real",
                          init="self.register_buffer('f', torch.polar(torch.ones(8), torch.rand(8)))")
-    expect_error(path, r"buffer `f`: unsupported dtype torch\.complex64 \(kforge's graphs hold real tensors: .*"
-                       r"rotate_half")
+    g = importer.import_problem(path, "eval", OPS_DEF)
+    assert [(p["path"], p["shape"], p["dtype"], p.get("complex")) for p in g["params"]] == [("f", [8, 2], "float32", True)]
+    assert [n["op"] for n in g["nodes"]] == ["select", "mul"]
 
 
 def test_error_torch_rejects_shapes(tmp_path):
