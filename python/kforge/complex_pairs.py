@@ -105,6 +105,8 @@ class Pairs:
         if hit is not None and hit[0] is z:
             return hit[1], hit[2]
         hit = self.stored.get(id(z))
+        if hit is None and self.tracer.attribute_param(z) is not None:  # a plain complex attribute (freqs_cis)
+            hit = self.stored.get(id(z))
         if hit is not None and hit[0] is z:
             with self.tracer.recording():
                 re, im = hit[1].select(-1, 0), hit[1].select(-1, 1)

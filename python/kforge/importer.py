@@ -15,6 +15,7 @@ import inspect
 import itertools
 import json
 import math
+import operator
 import os
 import random
 import re
@@ -428,6 +429,7 @@ class Tracer:
         self.ids = itertools.count()
         self.model = None
         self.complex = complex_pairs.Pairs(self)  # complex tensors as (re, im) pairs of real ones
+        self.params = []     # the graph's params: parameters, buffers, then plain tensor attributes forward reads
 
     # -- locations
     def user_line(self):
@@ -688,10 +690,43 @@ class Tracer:
         bad = self.poisoned.get(id(t))
         if bad is not None and bad[0] is t:
             raise UserError(bad[1])
-        mods = self.model.named_modules() if self.model is not None else []
-        attr = next((f"`self.{p + '.' if p else ''}{k}` " for p, m in mods for k, v in vars(m).items() if v is t), "")
-        raise UserError(f"{self.where()}: tensor {attr}is not derived from forward's inputs, parameters or "
-                        f"buffers (a plain tensor attribute? register it with register_buffer)")
+        vid = self.attribute_param(t)
+        if vid is not None:
+            return vid
+        raise UserError(f"{self.where()}: tensor is not derived from forward's inputs, parameters or buffers (a "
+                        f"tensor made outside the model, or kept in a list or dict attribute? register it with "
+                        f"register_buffer)")
+
+    def attribute_param(self, t):
+        """A tensor the model keeps as a plain attribute (self.mask = torch.tril(...) in __init__, not a buffer),
+        first read in forward: a graph param of kind "attribute" (ModelNew makes it a non-persistent buffer).
+        Returns its value id (of the real view for a complex one), or None when t is no such attribute."""
+        if self.phase != "forward" or self.model is None or isinstance(t, torch.nn.Parameter):
+            return None
+        path = next((f"{p + '.' if p else ''}{k}" for p, m in self.model.named_modules() for k, v in vars(m).items()
+                     if v is t and not k.startswith("_")), None)
+        if path is None:
+            return None
+        return self.add_param(path, "attribute", t)
+
+    def add_param(self, path, kind, t):
+        """t (a parameter, buffer or attribute of the model at `path`) as the graph param p<k>; a complex one
+        as its real view (shape + [2], "complex": true), split into parts where forward reads it."""
+        pid = f"p{len(self.params)}"
+        if t.is_complex() and t.dtype in complex_pairs.REAL_OF:
+            real = self.run(torch.empty, [*t.shape, 2], dtype=complex_pairs.REAL_OF[t.dtype], device="meta")
+            self.params.append({"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in real.shape],
+                                "dtype": dtype_name(real.dtype), "complex": True})
+            self.bind(real, pid)
+            self.complex.store(t, real)
+            return pid
+        try:
+            dt = dtype_name(t.dtype)
+        except Unsupported as e:
+            raise UserError(f"{self.shown}: {kind} `{path}`: unsupported {e}")
+        self.params.append({"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in t.shape], "dtype": dt})
+        self.bind(t, pid)
+        return pid
 
     def bound(self, t):
         hit = self.values.get(id(t))
@@ -1000,6 +1035,7 @@ def measure_param_moments(module, init_args, params):
             real = module.Model(*init_args)
             values = dict(real.named_parameters())
             values.update(real.named_buffers())
+            values.update({p["path"]: operator.attrgetter(p["path"])(real) for p in params if p["kind"] == "attribute"})
     except Exception:
         return  # the moments are a refinement: without them the estimate keeps torch's default init
     for p in floating:
@@ -1046,26 +1082,12 @@ def creation_order(tracer, items):
 
 
 def bind_params(tracer, model):
-    """Parameters then buffers, each in creation order, as p0, p1, ..."""
-    params, k = [], 0
+    """Parameters then buffers, each in creation order, as p0, p1, ... (the plain tensor attributes forward
+    reads follow, as it reads them: Tracer.attribute_param)."""
     for kind, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
         for path, t in creation_order(tracer, items):
-            pid = f"p{k}"
-            k += 1
-            if t.is_complex() and t.dtype in complex_pairs.REAL_OF:  # held as its real view: shape + [2]
-                real = tracer.run(torch.empty, [*t.shape, 2], dtype=complex_pairs.REAL_OF[t.dtype], device="meta")
-                params.append({"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in real.shape],
-                               "dtype": dtype_name(real.dtype), "complex": True})
-                tracer.bind(real, pid)
-                tracer.complex.store(t, real)
-                continue
-            try:
-                dt = dtype_name(t.dtype)
-            except Unsupported as e:
-                raise UserError(f"{tracer.shown}: {kind} `{path}`: unsupported {e}")
-            params.append({"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in t.shape], "dtype": dt})
-            tracer.bind(t, pid)
-    return params
+            tracer.add_param(path, kind, t)
+    return tracer.params
 
 
 def flatten_outputs(result, tracer):

@@ -217,13 +217,13 @@ std::string py_build_section(const ir::Graph& g, const Program& p, const std::st
   return os.str();
 }
 
-std::string py_model_new_section(bool copies_views) {
+std::string py_model_new_section(const ir::Graph& g, bool copies_views) {
   return std::string(copies_views ? "def _kf_dense(view):\n"
                                     "    \"\"\"A dense copy of a strided input, made by the extension's "
                                     "kforge_dense_copy kernel.\"\"\"\n"
                                     "    return _kf_extension.kforge_dense(view)\n\n\n"
                                   : "") +
-         model_new_class("Model with its forward replaced by kforge's kernels, compiled above with load_inline.",
+         model_new_class(g, "Model with its forward replaced by kforge's kernels, compiled above with load_inline.",
                          "        _kf_extension.kforge_run(inputs, params, outputs, scratch)\n", "export again",
                          "params", copies_views);
 }
@@ -375,7 +375,7 @@ StatusOr<std::string> export_kernelbench(const ir::Graph& g, const Program& prog
   const std::string banner = ours.str();
   ours.str("");
   ours << "# ---- kforge ModelNew ----\n"
-       << py_build_section(g, program, cuda, cpp, !library_only) << py_model_new_section(!library_only);
+       << py_build_section(g, program, cuda, cpp, !library_only) << py_model_new_section(g, !library_only);
   const std::string generated = ours.str();
   if (std::string w = forbidden_word_in(banner + generated); !w.empty())
     return internal_error("the exported ModelNew contains the word '" + w + "', which upstream KernelBench rejects");

@@ -3,6 +3,7 @@
 // only allocates tensors and calls the program library.
 #include "codegen/model_new.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "codegen/program.h"
@@ -60,6 +61,10 @@ std::string py_param_spec(const ir::Graph& g, const ir::GraphParam& pr) {
   return py_shape(shape) + ", torch." + dtype;
 }
 
+bool has_attributes(const ir::Graph& g) {
+  return std::any_of(g.params().begin(), g.params().end(), [](const ir::GraphParam& p) { return p.attribute; });
+}
+
 }  // namespace
 
 std::string model_new_tables(const ir::Graph& g, const Program& p) {
@@ -74,17 +79,25 @@ std::string model_new_tables(const ir::Graph& g, const Program& p) {
            << py_param_spec(g, pr) << ")";
   }
   params << "]";
+  std::ostringstream attributes;
+  attributes << "[";
+  for (const auto& pr : g.params())
+    if (pr.attribute) attributes << (attributes.tellp() > 1 ? ", " : "") << Json(pr.path).dump();
+  attributes << "]";
   std::ostringstream os;
   os << "_KF_INPUTS = " << py_tensor_specs(g, ins) << "\n"
      << "_KF_ARGS = " << py_forward_args(g) << "  # (input index, name, None) or (None, name, constant)\n"
      << "_KF_PARAMS = " << params.str() << "  # (path, is_buffer, shape, dtype)\n"
+     << (has_attributes(g)
+             ? "_KF_ATTRIBUTES = " + attributes.str() + "  # tensors the model keeps as plain attributes\n"
+             : "")
      << "_KF_OUTPUTS = " << py_tensor_specs(g, outs) << "\n"
      << "_KF_SCRATCH_BYTES = " << p.buffers.total_bytes() << "\n";
   return os.str();
 }
 
-std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild,
-                            const std::string& params_arg, bool copies_views) {
+std::string model_new_class(const ir::Graph& g, const std::string& doc, const std::string& call,
+                            const std::string& rebuild, const std::string& params_arg, bool copies_views) {
   std::ostringstream os;
   os << "def _kf_check(kind, name, t, shape, dtype, device, views_ok=False):\n"
      << "    if not isinstance(t, torch.Tensor):\n"
@@ -102,6 +115,16 @@ std::string model_new_class(const std::string& doc, const std::string& call, con
         "strided view: give its .contiguous() copy; the kernels read dense tensors)\" % (kind, name))\n\n\n"
      << "class ModelNew(Model):\n"
      << "    \"\"\"" << doc << "\"\"\"\n\n"
+     << (has_attributes(g)
+             ? "    def __init__(self, *args, **kwargs):\n"
+               "        super().__init__(*args, **kwargs)\n"
+               "        # A tensor the model keeps as a plain attribute becomes a non-persistent buffer, which\n"
+               "        # model.to(device) moves (the kernels read it on the inputs' device).\n"
+               "        for path in _KF_ATTRIBUTES:\n"
+               "            owner_path, _, name = path.rpartition(\".\")\n"
+               "            owner = self.get_submodule(owner_path) if owner_path else self\n"
+               "            owner.register_buffer(name, owner.__dict__.pop(name), persistent=False)\n\n"
+             : "")
      << "    # State kept across calls: where each parameter lives, the last parameter pointers (checked again only\n"
      << "    # when they change) and one scratch buffer per device and stream, so a steady caller passes the same\n"
      << "    # pointers on every call and the program replays its CUDA graph (kforge_runtime.cu). Never outputs.\n"
@@ -226,7 +249,7 @@ std::string model_new_source(const ir::Graph& g, const Program& p, const Program
      << "    return dense\n\n\n"
      << "def _kf_pointers(tensors):\n"
      << "    return (_kf_ctypes.c_void_p * max(len(tensors), 1))(*[t.data_ptr() for t in tensors])\n\n\n"
-     << model_new_class("Model with its forward replaced by kforge's kernels (" + g.name + ").",
+     << model_new_class(g, "Model with its forward replaced by kforge's kernels (" + g.name + ").",
                         "        lib = _kf_load()\n"
                         "        rc = lib.kforge_forward(_kf_pointers(inputs), params_array, "
                         "_kf_pointers(outputs),\n"

@@ -24,7 +24,7 @@ std::string model_new_tables(const ir::Graph& g, const Program& p);
 // `rebuild` says how to rebuild in messages ("rebuild", "export again"). With `copies_views`, an input
 // that is a strided view (a slice, a transpose) is replaced by `_kf_dense(t)`, a module-level function
 // the caller defines (kforge's kforge_dense_copy kernel, never torch); without, a view is refused.
-std::string model_new_class(const std::string& doc, const std::string& call, const std::string& rebuild,
-                            const std::string& params_arg, bool copies_views);
+std::string model_new_class(const ir::Graph& g, const std::string& doc, const std::string& call,
+                            const std::string& rebuild, const std::string& params_arg, bool copies_views);
 
 }  // namespace kforge::codegen

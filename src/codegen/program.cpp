@@ -185,7 +185,7 @@ StatusOr<Program> emit_program(const ir::Graph& g, const schedule::Schedule& s, 
   for (const auto& pr : g.params()) {
     OrderedJson j = tensor_json(g, pr.value);
     j["path"] = pr.path;
-    j["kind"] = pr.is_buffer ? "buffer" : "parameter";
+    j["kind"] = pr.attribute ? "attribute" : pr.is_buffer ? "buffer" : "parameter";
     if (pr.complex_view) j["complex"] = true;
     m["params"].push_back(j);
   }

@@ -51,9 +51,9 @@ ValueIndex Graph::add_input(const std::string& id, const std::string& name, Tens
 }
 
 ValueIndex Graph::add_param(const std::string& id, const std::string& path, bool is_buffer, TensorType type,
-                            Json moments, bool complex_view) {
+                            Json moments, bool complex_view, bool attribute) {
   const ValueIndex v = add_value({id, ValueKind::kParam, std::move(type), static_cast<int>(params_.size())});
-  params_.push_back({v, path, is_buffer, std::move(moments), complex_view});
+  params_.push_back({v, path, is_buffer || attribute, std::move(moments), complex_view, attribute});
   return v;
 }
 

@@ -52,6 +52,10 @@ struct GraphParam {
   // A complex parameter or buffer, held as its real view (the last dim of 2: real, imaginary): the model's
   // tensor is complex64 (complex128, complex32) of the shape without that dim, whose memory is this view.
   bool complex_view = false;
+  // A tensor the model keeps as a plain attribute (self.mask = torch.tril(...), not a registered buffer):
+  // is_buffer is set too; ModelNew registers it as a non-persistent buffer when it is built, so that
+  // model.to(device) moves it as it moves buffers.
+  bool attribute = false;
 };
 
 // One positional argument of forward: a graph input, or a Python number the graph was specialized to
@@ -96,7 +100,7 @@ class Graph {
 
   ValueIndex add_input(const std::string& id, const std::string& name, TensorType type, Json dist);
   ValueIndex add_param(const std::string& id, const std::string& path, bool is_buffer, TensorType type,
-                       Json moments = Json(), bool complex_view = false);
+                       Json moments = Json(), bool complex_view = false, bool attribute = false);
   // Appends a node whose inputs are already in the graph; its output type is given.
   ValueIndex add_node(const std::string& id, Node node, TensorType type);
   void set_outputs(std::vector<ValueIndex> outs) { outputs_ = std::move(outs); }

@@ -246,8 +246,8 @@ StatusOr<Graph> graph_from_json_fields(const Json& j, const std::string& what) {
     if (g.find(id) != kNoValue) return invalid_argument(where + " reuses the id '" + id + "'");
     KF_ASSIGN_OR_RETURN(TensorType t, parse_type(jp, where));
     std::string kind = jp.value("kind", "parameter");
-    if (kind != "parameter" && kind != "buffer")
-      return invalid_argument(where + ": kind must be \"parameter\" or \"buffer\"");
+    if (kind != "parameter" && kind != "buffer" && kind != "attribute")
+      return invalid_argument(where + ": kind must be \"parameter\", \"buffer\" or \"attribute\"");
     Json moments = jp.value("moments", Json());
     if (!moments.is_null() &&
         !(moments.is_object() && moments.value("mean", Json()).is_number() && moments.value("std", Json()).is_number()))
@@ -258,7 +258,8 @@ StatusOr<Graph> graph_from_json_fields(const Json& j, const std::string& what) {
       return invalid_argument(where +
                               ": a complex param is its real view: float32, float64 or float16 with a last "
                               "dim of 2");
-    g.add_param(id, jp.value("path", id), kind == "buffer", std::move(t), std::move(moments), complex_view);
+    g.add_param(id, jp.value("path", id), kind == "buffer", std::move(t), std::move(moments), complex_view,
+                kind == "attribute");
   }
   i = 0;
   for (const auto& jn : j.value("nodes", Json::array())) {
@@ -405,7 +406,7 @@ OrderedJson graph_to_json(const Graph& g) {
     OrderedJson o;
     o["id"] = g.value(p.value).id;
     o["path"] = p.path;
-    o["kind"] = p.is_buffer ? "buffer" : "parameter";
+    o["kind"] = p.attribute ? "attribute" : p.is_buffer ? "buffer" : "parameter";
     type_fields(o, g.type(p.value));
     if (!p.moments.is_null()) o["moments"] = p.moments;
     if (p.complex_view) o["complex"] = true;

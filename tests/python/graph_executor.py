@@ -5,6 +5,7 @@ inputs to the graph by id and compares each output with the model's own forward.
 importer tests produce; an op it lacks raises KeyError naming it."""
 import importlib.util
 import itertools
+import operator
 import math
 
 import torch
@@ -292,6 +293,7 @@ def check_problem(path, graph, seed=0, trials=2, atol=1e-5, rtol=1e-4):
     model.train(graph["mode"] == "train")
     tensors = dict(model.named_parameters())
     tensors.update(dict(model.named_buffers()))
+    tensors.update({p["path"]: operator.attrgetter(p["path"])(model) for p in graph["params"] if p["kind"] == "attribute"})
     for trial in range(trials):
         torch.manual_seed(seed + 1 + trial)
         inputs = list(module.get_inputs())

@@ -1,6 +1,7 @@
 # Tests for `kforge export --format kernelbench`: the file parses, obeys upstream KernelBench's static
 # rules (strict), and its ModelNew builds from the problem's init inputs with the parameters it names.
 import ast
+import operator
 import os
 import re
 import subprocess
@@ -13,7 +14,11 @@ import torch
 KB = os.environ.get("KFORGE_KERNELBENCH", "/work/shared/kernelbench")
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
 
-EXPORTABLE = ["level1/19_ReLU.py", "level1/23_Softmax.py", "level2/1_Conv2D_ReLU_BiasAdd.py"]
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# tests/... are kforge's own problems (plain tensor attributes and complex buffers: ModelNew.__init__ makes the
+# plain ones buffers; a complex one is checked as the model holds it)
+EXPORTABLE = ["level1/19_ReLU.py", "level1/23_Softmax.py", "level2/1_Conv2D_ReLU_BiasAdd.py",
+              "tests/problems/attributes_and_complex_buffers.py"]
 
 # upstream's kernel_static_checker.py, strict mode, backend "cuda"
 STRICT = [
@@ -39,7 +44,7 @@ def strip_comments(code):
 
 
 def problem(rel):
-    path = os.path.join(KB, rel)
+    path = os.path.join(ROOT if rel.startswith("tests/") else KB, rel)
     if not os.path.exists(path):
         pytest.skip(f"{path} not present")
     return path
@@ -95,7 +100,8 @@ def test_forward_only_allocates_and_calls_the_extension(rel, tmp_path):
     model_new = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
     assert len(model_new) == 1
     assert [b.id for b in model_new[0].bases] == ["Model"]
-    assert not [n for n in model_new[0].body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+    inits = [n for n in model_new[0].body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+    assert len(inits) == ("_KF_ATTRIBUTES = " in out.read_text())  # only to make plain attributes buffers
     forward = [n for n in model_new[0].body if isinstance(n, ast.FunctionDef) and n.name == "forward"][0]
     torch_calls = set()
     for node in ast.walk(forward):
@@ -146,8 +152,12 @@ def test_model_new_has_the_parameters_it_names(rel, tmp_path):
     for path, is_buffer, shape, dtype in ns["_KF_PARAMS"]:
         t = model.get_buffer(path) if is_buffer else model.get_parameter(path)
         assert tuple(t.shape) == shape and t.dtype == dtype, path
-        expected = reference.get_buffer(path) if is_buffer else reference.get_parameter(path)
+        expected = operator.attrgetter(path)(reference)  # a plain attribute of the reference too
         assert torch.equal(t, expected), path  # same constructor, same initialisation
+    plain = [path for path, *_ in ns["_KF_PARAMS"] if path in ns.get("_KF_ATTRIBUTES", [])]
+    assert plain == ns.get("_KF_ATTRIBUTES", [])
+    assert all(path not in model.state_dict() for path in plain)  # non-persistent: load_state_dict as before
+    assert set(plain) <= dict(model.named_buffers()).keys()  # buffers now: model.to(device) moves them
     # forward reads each parameter from its owner's table, found once: the same tensors get_parameter finds
     slots = model._kf_param_slots()
     assert len(slots) == len(ns["_KF_PARAMS"])

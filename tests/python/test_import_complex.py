@@ -2,7 +2,6 @@
 on the CPU against the model's own forward; the refusals say what to do instead."""
 import os
 import sys
-import textwrap
 
 import pytest
 
@@ -13,20 +12,13 @@ sys.path.insert(0, HERE)
 from kforge import importer  # noqa: E402
 from kforge.import_ops import UserError  # noqa: E402
 import graph_executor  # noqa: E402
+from test_import_patterns import write_pattern  # noqa: E402
 
 OPS_DEF = os.path.join(HERE, "..", "..", "src", "ir", "ops.def")
 ZOO = os.path.join(HERE, "..", "zoo")
 
 
-def _problem(tmp_path, forward, inputs, init="", arg="x"):
-    body = textwrap.indent(forward, " " * 8)
-    source = (f"import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
-              f"class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-              f"        {init or 'pass'}\n\n    def forward(self, {arg}):\n{body}\n\n\n"
-              f"def get_inputs():\n    return {inputs}\n\n\ndef get_init_inputs():\n    return []\n")
-    path = tmp_path / "problem.py"
-    path.write_text(source)
-    return str(path)
+_problem = write_pattern
 
 
 POLAR_BUFFER = ("f = torch.outer(torch.arange(8).float(), torch.rand(4) + 0.1)\n        "
@@ -58,6 +50,12 @@ CASES = {
                                     "s = s.permute(0, 2, 1).contiguous()[:, 1:, :].unsqueeze(0).squeeze(0)\n"
                                     "return torch.view_as_real(s.flip(1).cumsum(2) + m.sum(dim=(1, 2), keepdim=True))",
                                     "[torch.randn(2, 4, 8)]", ""),
+    # Meta's LLaMA keeps freqs_cis as a plain attribute and moves it in forward
+    "complex_plain_attribute_moved_in_forward": ("self.f = self.f.to(x.device)\n"
+                                                 "z = torch.view_as_complex(x.float().reshape(3, 5, 4, 2))\n"
+                                                 "return torch.view_as_real(z * self.f[:5]).flatten(2).type_as(x)",
+                                                 "[torch.randn(3, 5, 8)]",
+                                                 POLAR_BUFFER.replace("self.register_buffer('f', ", "self.f = (")),
     # a real tensor cast to complex, and a complex one kept complex through .to
     "casts": ("z = x[:, :3].to(torch.complex64) * torch.view_as_complex(x.view(2, 3, 2)).to(torch.complex64)\n"
               "return torch.view_as_real(z.type(torch.complex64)).float()",

@@ -74,14 +74,13 @@ CASES = {
     "cumsum_dtype_long": ("return torch.cumsum((x > 0).int(), dim=1, dtype=torch.long).float() + torch.cumsum(x, 1, dtype=torch.float64).float()", "[torch.randn(4, 9)]", ""),
     "kron_blockdiag": ("return torch.kron(x[:2, :2], x[2:, :3]).sum() + torch.block_diag(x[:2, :2], x[2:, :3]).sum(0)", "[torch.randn(4, 9)]", ""),
     "linspace_logspace_forward": ("return x * torch.linspace(0, 1, 9) + torch.logspace(0, 1, 9, base=2.0)", "[torch.randn(4, 9)]", ""),
+    "plain_tensor_attributes": ("return x.masked_fill(self.mask == 0, -1e4).softmax(-1) + self.inner.scale * self.idx.float()[:9]", "[torch.randn(4, 9, 9)]", "self.mask = torch.tril(torch.ones(9, 9))\n        self.inner = nn.Module()\n        self.inner.scale = torch.linspace(0.5, 1.5, 9)\n        self.idx = torch.arange(12)"),
     "unbind_split_sizes": ("a, b = torch.split(x, [4, 5], dim=1)\nrows = x.unbind(0)\nreturn a.sum(1) + b.mean(1) + rows[0].sum()", "[torch.randn(4, 9)]", ""),
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_pattern_imports_and_matches_the_model(tmp_path, name):
-    forward, inputs, init = CASES[name]
-    arg = "i" if "self.m(i)" in forward else "x"
+def write_pattern(tmp_path, forward, inputs, init="", arg="x"):
+    """A problem file whose Model has `init` as its __init__ body and `forward` over `arg`; returns its path."""
     body = textwrap.indent(forward, " " * 8)
     source = (f"import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
               f"class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -89,6 +88,13 @@ def test_pattern_imports_and_matches_the_model(tmp_path, name):
               f"def get_inputs():\n    return {inputs}\n\n\ndef get_init_inputs():\n    return []\n")
     path = tmp_path / "problem.py"
     path.write_text(source)
-    g = importer.import_problem(str(path), "eval", OPS_DEF)
+    return str(path)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_pattern_imports_and_matches_the_model(tmp_path, name):
+    forward, inputs, init = CASES[name]
+    path = write_pattern(tmp_path, forward, inputs, init, "i" if "self.m(i)" in forward else "x")
+    g = importer.import_problem(path, "eval", OPS_DEF)
     importer.dumps(g)  # the JSON writer takes it (no bare inf / nan)
-    graph_executor.check_problem(str(path), g, atol=1e-4, rtol=1e-4)
+    graph_executor.check_problem(path, g, atol=1e-4, rtol=1e-4)

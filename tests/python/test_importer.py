@@ -604,9 +604,15 @@ def test_error_item(tmp_path):
     expect_error(write_problem(tmp_path, "return x * x.max().item()"), r"data-dependent value: torch\.Tensor\.item")
 
 
-def test_error_plain_tensor_attribute(tmp_path):
-    expect_error(write_problem(tmp_path, "return x * self.w", init="self.w = torch.rand(8)"),
-                 r"tensor `self\.w` is not derived from forward's inputs")
+def test_plain_tensor_attribute_is_an_attribute_param(tmp_path):
+    g = importer.import_problem(write_problem(tmp_path, "return x * self.w", init="self.w = torch.rand(8)"), "eval",
+                                OPS_DEF)
+    assert [(p["path"], p["kind"], p["shape"]) for p in g["params"]] == [("w", "attribute", [8])]
+
+
+def test_error_tensor_in_a_list_attribute(tmp_path):
+    expect_error(write_problem(tmp_path, "return x * self.ws[0]", init="self.ws = [torch.rand(8)]"),
+                 r"tensor is not derived from forward's inputs.*kept in a list or dict attribute")
 
 
 def test_error_setitem(tmp_path):
