@@ -1104,6 +1104,9 @@ def flatten_outputs(result, tracer):
 
 def output_id(tracer, t, model):
     """An output that is a graph input or parameter itself gets an identity node (outputs are node values)."""
+    bad = tracer.poisoned.get(id(t))
+    if bad is not None and bad[0] is t:  # why it could not be made comes first (torch.fft.rfft: no op)
+        raise UserError(bad[1])
     if t.is_complex():
         raise UserError(f"{tracer.shown}: forward returns a complex tensor; kforge's outputs are real tensors: "
                         f"return torch.view_as_real(z) (and torch.view_as_complex it back where you need it)")
