@@ -989,6 +989,7 @@ def _scan(op):
 
 aten_rule("cumsum")(_scan("cumsum"))
 aten_rule("cumprod")(_scan("cumprod"))
+aten_rule("logcumsumexp")(lambda a: Emit("logcumsumexp", [a.self], {"dim": dim(a.dim, a.self.dim())}))
 
 
 # ---------------------------------------------------------------- normalization, contractions, pooling

@@ -951,6 +951,14 @@ def cumprod(a):
     return steps + [Emit("cumprod", [x], {"dim": dim(a.dim, x.dim())})]
 
 
+@rule("torch.logcumsumexp Tensor.logcumsumexp Tensor.logcumsumexp_ torch.special.logcumsumexp", "input, dim",
+      "logcumsumexp")
+def logcumsumexp(a):
+    if not a.input.dtype.is_floating_point:
+        raise Unsupported(f"logcumsumexp of a {a.input.dtype} tensor (torch takes floating tensors only)")
+    return Emit("logcumsumexp", [a.input], {"dim": dim(a.dim, a.input.dim())})
+
+
 # ---------------------------------------------------------------- losses
 
 @rule("F.cross_entropy", "input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, "

@@ -1,5 +1,7 @@
-// Scan family: cumsum and cumprod along any dim. Accumulation in double for floating inputs (64-bit
-// wrapping integers otherwise), so long scans do not drift.
+// Scan family: cumsum, cumprod and logcumsumexp along any dim. Accumulation in double for floating inputs
+// (64-bit wrapping integers otherwise), so long scans do not drift. logcumsumexp combines running values with
+// log-add-exp, max(a, b) + log1p(exp(min - max)), whose identity is -inf: associative, so every scan below
+// (warp shuffles, cub::BlockScan, chunk carries) runs it as it runs + and *.
 //   - scan dim innermost, rows of at most 512: one warp per row, 32 positions at a time, a shuffle
 //     scan of each 32 with the running carry of the ones before.
 //   - scan dim innermost (longer rows): cub::BlockScan over tiles of the row with a running carry (the
@@ -77,13 +79,17 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   // result goes in the written one: all L and 0 but for scan_exclusive (L + 1, L + 1 and 1).
   const int64_t L_in = exclusive ? L + 1 : L, L_out = exclusive ? L + 1 : L, shift = exclusive ? 1 : 0;
   const bool prod = node.op == ir::OpId::kCumprod;
+  const bool logadd = node.op == ir::OpId::kLogcumsumexp;
+  if (logadd && !ir::is_floating(in.dtype))
+    return invalid_argument("kernel " + ctx.kernel.name + ": logcumsumexp of a " +
+                            std::string(ir::dtype_name(in.dtype)) + " tensor (torch takes floating tensors only)");
   const bool floating = ir::is_floating(in.dtype);
   const bool half_in = in.dtype == ir::DType::kFloat16 || in.dtype == ir::DType::kBFloat16;
   const bool half_out = out.dtype == ir::DType::kFloat16 || out.dtype == ir::DType::kBFloat16;
   const std::string AT = floating ? "double" : "unsigned long long";
   const std::string IT = ctype(in.dtype), OT = ctype(out.dtype);
   const std::string K = ctx.kernel.name;
-  const std::string ident = prod ? "(" + AT + ")1" : "(" + AT + ")0";
+  const std::string ident = logadd ? "(" + AT + ")(-INFINITY)" : prod ? "(" + AT + ")1" : "(" + AT + ")0";
   auto conv_in = [&](const std::string& e) { return half_in ? "(" + AT + ")(float)" + e : "(" + AT + ")" + e; };
   auto conv_out = [&](const std::string& e) { return half_out ? "(" + OT + ")(float)" + e : "(" + OT + ")" + e; };
 
@@ -92,8 +98,17 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   int64_t launches = 0;
   size_t workspace = 0;
   dev << "struct " << K << "_Op {\n"
-      << "  __device__ __forceinline__ " << AT << " operator()(const " << AT << "& a, const " << AT
-      << "& b) const { return a " << (prod ? "*" : "+") << " b; }\n"
+      << "  __device__ __forceinline__ " << AT << " operator()(const " << AT << "& a, const " << AT << "& b) const {\n";
+  if (logadd) {
+    // NaN in, NaN out (as torch); -inf is the identity; two +inf give +inf (not inf - inf).
+    dev << "    if (a != a || b != b) return a + b;\n"
+        << "    const double m = a > b ? a : b, n = a > b ? b : a;\n"
+        << "    if (n == -INFINITY || m == INFINITY) return m;\n"
+        << "    return m + log1p(exp(n - m));\n";
+  } else {
+    dev << "    return a " << (prod ? "*" : "+") << " b;\n";
+  }
+  dev << "  }\n"
       << "};\n";
   // What the scan reads: its input tensor, or (the scan_prologue skill) a pointwise chain computed at
   // each element where the scan would load it, never stored.
@@ -382,7 +397,7 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   std::ostringstream os;
   os << "namespace {\n\n"
      << dev.str() << "\n}  // namespace\n\n"
-     << "// " << (reverse ? "reverse " : "") << (prod ? "cumprod" : "cumsum") << " over [" << outer << ", " << L << ", "
+     << "// " << (reverse ? "reverse " : "") << (logadd ? "logcumsumexp" : prod ? "cumprod" : "cumsum") << " over [" << outer << ", " << L << ", "
      << inner << "]: " << mode << "\n"
      << ctx.signature() << " {\n"
      << host.str() << "  return 0;\n}\n";

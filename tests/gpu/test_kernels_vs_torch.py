@@ -5,6 +5,8 @@ strategies whose edge cases random inputs in [0, 1) never reach:
   - the log-sum-exp accumulator's four-at-a-time add (cross_entropy, logsumexp, softmax, log_softmax)
     with -inf, +inf and NaN logits, whole rows of -inf, and rows whose maximum comes late;
   - a reduction's prologue with a broadcast operand read by index beside 16-byte lanes (hinge loss);
+  - logcumsumexp's log-add-exp scans (warp rows, block rows, columns) on values whose exp overflows, with
+    inf, -inf and NaN;
   - the indexing, window, padding and logical ops (embedding, gather, index_select, unfold,
     constant_pad, logical_and/or/not) and non-finite constants (masked_fill with -inf, pads of -inf),
     on indices at both ends of their range and inputs with inf and NaN (OPS_CASES, whole problems).
@@ -160,6 +162,34 @@ def test_generated_kernel_matches_torch_on_random_and_special_inputs(tmp_path, n
 # must hold). Each is built and verified on random inputs by the harness, then compared with torch
 # on the special inputs: indices at 0 and at the end of their range, inf and NaN in the data.
 OPS_CASES = {
+    # log-add-exp scans: rows of a warp (<= 512), long rows (block scan) and columns, on values whose exp
+    # overflows float (x 200) with inf, -inf and NaN among them
+    "logcumsumexp_short_rows": ("""
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.logcumsumexp(x * 200.0, dim=1)
+
+
+        def get_inputs():
+            return [torch.randn(8, 300)]
+
+
+        def get_init_inputs():
+            return []
+        """, "[special_data(g, 8, 300) - 0.5]", "logcumsumexp over ["),
+    "logcumsumexp_long_rows_and_columns": ("""
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.logcumsumexp(x * 200.0, dim=1) + torch.logcumsumexp(x, dim=0)
+
+
+        def get_inputs():
+            return [torch.randn(4, 6000)]
+
+
+        def get_init_inputs():
+            return []
+        """, "[special_data(g, 4, 6000) - 0.5]", "logcumsumexp over ["),
     "embedding_4x7": ("""
         class Model(nn.Module):
             def __init__(self, num, dim):

@@ -189,6 +189,7 @@ OPS = {
     "adaptive_avg_pool": lambda i, a: _adaptive(i[0], a, "avg"),
     "adaptive_max_pool": lambda i, a: _adaptive(i[0], a, "max"),
     "cumsum": lambda i, a: torch.cumsum(i[0], a["dim"]), "cumprod": lambda i, a: torch.cumprod(i[0], a["dim"]),
+    "logcumsumexp": lambda i, a: torch.logcumsumexp(i[0], a["dim"]),
     "reshape": lambda i, a: i[0].reshape(a["shape"]),
     "permute": lambda i, a: i[0].permute(a["dims"]),
     "expand": lambda i, a: i[0].expand(a["shape"]),

@@ -85,6 +85,7 @@ CASES = [
     ("pools_1d_3d", ["max_pool", "avg_pool"], "return F.max_pool1d(x, 2), F.avg_pool3d(x.unsqueeze(2).expand(-1, -1, 4, -1), 2)",
      [(N, C, L)], ""),
     ("scans", ["cumsum", "cumprod", "flip"], "return torch.cumsum(x.flip(1), dim=1).flip(1), torch.cumprod(x, dim=0)", [(N, L)], ""),
+    ("logcumsumexp", ["logcumsumexp", "mul"], "return torch.logcumsumexp(x * 30.0, dim=1), torch.logcumsumexp(x, dim=0)", [(N, L)], ""),
     ("losses", ["cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"],
      "return (F.cross_entropy(x, z), F.mse_loss(x, y), F.l1_loss(x, y, reduction='sum'), F.smooth_l1_loss(x, y, beta=0.5),\n"
      "        F.huber_loss(x, y, reduction='none'), F.kl_div(torch.log(x), y, reduction='batchmean'))",
