@@ -1687,11 +1687,27 @@ def _index_tensor(x):
 
 
 @rule("F.embedding", "input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, "
-      "sparse=False", "embedding")
+      "sparse=False", "embedding norm add div gt where mul")
 def embedding(a):
-    if a.max_norm is not None:
-        raise Unsupported("max_norm= (it renormalizes the weight in place)")
-    return Emit("embedding", [a.weight, _index_tensor(a.input)], {})
+    idx = _index_tensor(a.input)
+    if a.max_norm is None:
+        return Emit("embedding", [a.weight, idx], {})
+    # max_norm: torch renormalizes the looked-up rows of the weight in place (norm > max_norm: scaled by
+    # max_norm / (norm + 1e-7)) and returns them. The rows are scaled here as they are read; the weight stays as it
+    # was, which gives the same output on every call (a renormalized row is not renormalized again).
+    p, m = float(a.norm_type), float(a.max_norm)
+    if not math.isfinite(p) or p <= 0:
+        raise Unsupported(f"max_norm with norm_type={a.norm_type}")
+    b = _Steps(a)
+    rows = b("embedding", [a.weight, idx], {}, F.embedding, a.input, a.weight)
+    last = rows.dim() - 1
+    norm = b("norm", [rows], {"dims": [last], "keepdim": True, "p": p},
+             lambda t: torch.linalg.vector_norm(t, p, dim=last, keepdim=True), rows)
+    ratio = b.scalar("div", b.scalar("add", norm, 1e-7), m, reverse=True)
+    over = b.scalar("gt", norm, m)
+    scale = b("where", [over, ratio, Const(1.0, rows.dtype)], {}, lambda c, r: torch.where(c, r, 1.0), over, ratio)
+    b("mul", [rows, scale], {}, torch.mul, rows, scale)
+    return b.done()
 
 
 @rule("torch.embedding", "weight, input, padding_idx=-1, scale_grad_by_freq=False, sparse=False", "embedding")

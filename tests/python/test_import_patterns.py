@@ -75,6 +75,7 @@ CASES = {
     "kron_blockdiag": ("return torch.kron(x[:2, :2], x[2:, :3]).sum() + torch.block_diag(x[:2, :2], x[2:, :3]).sum(0)", "[torch.randn(4, 9)]", ""),
     "linspace_logspace_forward": ("return x * torch.linspace(0, 1, 9) + torch.logspace(0, 1, 9, base=2.0)", "[torch.randn(4, 9)]", ""),
     "plain_tensor_attributes": ("return x.masked_fill(self.mask == 0, -1e4).softmax(-1) + self.inner.scale * self.idx.float()[:9]", "[torch.randn(4, 9, 9)]", "self.mask = torch.tril(torch.ones(9, 9))\n        self.inner = nn.Module()\n        self.inner.scale = torch.linspace(0.5, 1.5, 9)\n        self.idx = torch.arange(12)"),
+    "embedding_max_norm": ("return self.m(i) + F.embedding(i, self.w, max_norm=2.0, norm_type=1.0)", "[torch.randint(0, 10, (4, 7))]", "self.m = nn.Embedding(10, 8, max_norm=1.0)\n        self.w = nn.Parameter(torch.randn(10, 8))"),
     "unbind_split_sizes": ("a, b = torch.split(x, [4, 5], dim=1)\nrows = x.unbind(0)\nreturn a.sum(1) + b.mean(1) + rows[0].sum()", "[torch.randn(4, 9)]", ""),
 }
 
