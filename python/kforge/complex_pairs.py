@@ -26,7 +26,7 @@ def _named(names):
 
 # Calls that move or select elements: the same call on each part (index and mask tensors are passed unchanged).
 STRUCTURAL = _named(
-    "Tensor.reshape torch.reshape Tensor.view Tensor.view_as Tensor.flatten torch.flatten Tensor.unflatten "
+    "Tensor.reshape torch.reshape Tensor.view Tensor.view_as Tensor.reshape_as Tensor.flatten torch.flatten Tensor.unflatten "
     "Tensor.unsqueeze torch.unsqueeze Tensor.squeeze torch.squeeze Tensor.permute torch.permute Tensor.transpose "
     "torch.transpose Tensor.swapaxes Tensor.t torch.t Tensor.T.__get__ Tensor.mT.__get__ Tensor.contiguous "
     "Tensor.clone torch.clone Tensor.detach torch.detach Tensor.expand Tensor.expand_as torch.broadcast_to "
@@ -36,6 +36,8 @@ STRUCTURAL = _named(
     "torch.index_select Tensor.gather torch.gather Tensor.cuda Tensor.cpu Tensor.requires_grad_ "
     "Tensor.repeat_interleave torch.repeat_interleave") | {ops.tensor_getitem}
 # Linear in the complex tensor with real coefficients: the same call on each part.
+# Their other tensor gives only a shape: it may be real.
+SHAPE_ONLY = _named("Tensor.view_as Tensor.expand_as Tensor.reshape_as")
 LINEAR = _named("Tensor.sum torch.sum Tensor.mean torch.mean Tensor.cumsum torch.cumsum Tensor.neg torch.neg "
                 "Tensor.negative torch.negative Tensor.__neg__ Tensor.__pos__ torch.positive")
 CONJUGATE = _named("Tensor.conj torch.conj Tensor.conj_physical torch.conj_physical")
@@ -176,7 +178,7 @@ class Pairs:
         return obj
 
     def _per_part(self, func, shown, args, kwargs, out):
-        for t in _tensors([args, kwargs]):
+        for t in _tensors([args[:1], kwargs] if func in SHAPE_ONLY else [args, kwargs]):
             if not t.is_complex() and t.is_floating_point():
                 raise UserError(f"{self.tracer.where()}: {shown} mixes complex and real floating tensors; make the "
                                 f"real one complex first (torch.complex(x, torch.zeros_like(x)))")

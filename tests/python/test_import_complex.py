@@ -56,6 +56,9 @@ CASES = {
                                                  "return torch.view_as_real(z * self.f[:5]).flatten(2).type_as(x)",
                                                  "[torch.randn(3, 5, 8)]",
                                                  POLAR_BUFFER.replace("self.register_buffer('f', ", "self.f = (")),
+    # a real tensor's shape for a complex one (expand_as, view_as, reshape_as)
+    "shape_from_real": ("z = torch.view_as_complex(x.view(2, 3, 2))\nw = z[:1].expand_as(x[:, :3]).reshape_as(x[:, 3:])\n"
+                        "return torch.view_as_real(w.view_as(x[:, :3]) * z)", "[torch.randn(2, 6)]", ""),
     # a real tensor cast to complex, and a complex one kept complex through .to
     "casts": ("z = x[:, :3].to(torch.complex64) * torch.view_as_complex(x.view(2, 3, 2)).to(torch.complex64)\n"
               "return torch.view_as_real(z.type(torch.complex64)).float()",
