@@ -397,8 +397,11 @@ StatusOr<KernelSource> emit_Scan(const EmitContext& ctx) {
   std::ostringstream os;
   os << "namespace {\n\n"
      << dev.str() << "\n}  // namespace\n\n"
-     << "// " << (reverse ? "reverse " : "") << (logadd ? "logcumsumexp" : prod ? "cumprod" : "cumsum") << " over [" << outer << ", " << L << ", "
-     << inner << "]: " << mode << "\n"
+     << "// " << (reverse ? "reverse " : "")
+     << (logadd ? "logcumsumexp"
+         : prod ? "cumprod"
+                : "cumsum")
+     << " over [" << outer << ", " << L << ", " << inner << "]: " << mode << "\n"
      << ctx.signature() << " {\n"
      << host.str() << "  return 0;\n}\n";
   src.code += os.str();
