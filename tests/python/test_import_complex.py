@@ -76,6 +76,19 @@ def test_complex_pattern_matches_the_model(tmp_path, name):
     graph_executor.check_problem(path, g, atol=1e-4, rtol=1e-4)
 
 
+PROBLEMS = os.path.join(HERE, "..", "problems")
+
+
+@pytest.mark.parametrize("name", ["attributes_and_complex_buffers", "lstm_plain_state_attributes",
+                                  "llama_plain_freqs_attribute"])
+def test_plain_attribute_problem_matches_the_model(name):
+    """kforge's own problems whose tensors live outside the parameters (plain attributes, complex ones)."""
+    path = os.path.join(PROBLEMS, f"{name}.py")
+    g = importer.import_problem(path, "eval", OPS_DEF)
+    assert any(p["kind"] == "attribute" for p in g["params"])
+    graph_executor.check_problem(path, g, atol=1e-4, rtol=1e-4)
+
+
 def test_llama_block_with_complex_rotary_buffer():
     path = os.path.join(ZOO, "llama_rope_complex_block.py")
     g = importer.import_problem(path, "eval", OPS_DEF)
