@@ -17,7 +17,6 @@ from . import import_ops as ops
 from .import_ops import UserError
 
 REAL_OF = {torch.complex64: torch.float32, torch.complex128: torch.float64, torch.complex32: torch.float16}
-COMPLEX_OF = {r: c for c, r in REAL_OF.items()}
 
 
 def _named(names):

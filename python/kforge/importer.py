@@ -713,19 +713,18 @@ class Tracer:
         """t (a parameter, buffer or attribute of the model at `path`) as the graph param p<k>; a complex one
         as its real view (shape + [2], "complex": true), split into parts where forward reads it."""
         pid = f"p{len(self.params)}"
-        if t.is_complex() and t.dtype in complex_pairs.REAL_OF:
-            real = self.run(torch.empty, [*t.shape, 2], dtype=complex_pairs.REAL_OF[t.dtype], device="meta")
-            self.params.append({"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in real.shape],
-                                "dtype": dtype_name(real.dtype), "complex": True})
-            self.bind(real, pid)
-            self.complex.store(t, real)
-            return pid
+        complex_view = t.is_complex() and t.dtype in complex_pairs.REAL_OF
+        held = (self.run(torch.empty, [*t.shape, 2], dtype=complex_pairs.REAL_OF[t.dtype], device="meta")
+                if complex_view else t)
         try:
-            dt = dtype_name(t.dtype)
+            dt = dtype_name(held.dtype)
         except Unsupported as e:
             raise UserError(f"{self.shown}: {kind} `{path}`: unsupported {e}")
-        self.params.append({"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in t.shape], "dtype": dt})
-        self.bind(t, pid)
+        entry = {"id": pid, "path": path, "kind": kind, "shape": [int(s) for s in held.shape], "dtype": dt}
+        self.params.append(dict(entry, complex=True) if complex_view else entry)
+        self.bind(held, pid)
+        if complex_view:
+            self.complex.store(t, held)
         return pid
 
     def bound(self, t):

@@ -100,7 +100,7 @@ def test_llama_block_with_complex_rotary_buffer():
 
 REFUSED = {
     "complex_output": ("return torch.view_as_complex(x.view(2, 3, 2)) * 2", "forward returns a complex tensor"),
-    "complex_fft": ("return torch.view_as_real(torch.view_as_complex(x.view(2, 3, 2)).tanh())",
+    "complex_tanh": ("return torch.view_as_real(torch.view_as_complex(x.view(2, 3, 2)).tanh())",
                     "torch.Tensor.tanh on a complex tensor"),
     "complex_in_place": ("z = torch.view_as_complex(x.view(2, 3, 2)).clone()\nz.mul_(2)\nreturn torch.view_as_real(z)",
                          "updates a complex tensor in place"),
