@@ -202,12 +202,12 @@ def translate(tracer, op, args, kwargs, shown, loc, ctx):
     for t in _tensors(list(args) + list(kwargs.values())):  # blame the first unsupported call
         bad = tracer.poisoned.get(id(t))
         if bad is not None and bad[0] is t:
-            _poison(tracer, results + written, bad[1])
+            _poison(tracer, results + written, bad[1], written)
             return out
     emitter = TABLE.get(name) or TABLE.get(functional_name(name))
     if emitter is None:
         _poison(tracer, results + written, f"{tracer.where()}: {shown} decomposes to aten.{name}, which kforge has "
-                                           f"no op for")
+                                           f"no op for", written)
         return out
     a = AtenArgs(op, args, kwargs, out, tracer.run, ctx)
     try:
@@ -216,17 +216,17 @@ def translate(tracer, op, args, kwargs, shown, loc, ctx):
         tracer.materialize(steps, out, loc, f"{shown} (aten.{name})")
     except Unsupported as e:
         _poison(tracer, results + written, f"{tracer.where()}: {shown} decomposes to aten.{name} with {e}, which "
-                                           f"kforge cannot express")
+                                           f"kforge cannot express", written)
         return out
     except UserError as e:
-        _poison(tracer, results + written, str(e))
+        _poison(tracer, results + written, str(e), written)
         return out
     targets = [s.out if s.out is not None else out for s in steps]
     done = lambda t: any(t is x for x in targets)  # noqa: E731
     for t in written:
         if not done(t):
-            tracer.poison(t, f"{tracer.where()}: {shown} decomposes to aten.{name}, which updates a tensor in place "
-                             f"in a way kforge does not follow")
+            _poison(tracer, [t], f"{tracer.where()}: {shown} decomposes to aten.{name}, which updates a tensor in "
+                                 f"place in a way kforge does not follow", [t])
         elif name not in METADATA_INPLACE:
             tracer.mutated(t, shown, loc)
     for i, t in enumerate(results):
@@ -236,9 +236,14 @@ def translate(tracer, op, args, kwargs, shown, loc, ctx):
     return out
 
 
-def _poison(tracer, tensors, msg):
+def _poison(tracer, tensors, msg, written=()):
+    """Make `tensors` errors to use; for `written` (tensors an op updates in place that kforge cannot follow), also
+    every tensor sharing their memory: the base a view was taken from (the caller's tensor) would silently keep
+    its old value otherwise."""
     for t in tensors:
         tracer.poison(t, msg)
+    for t in written:
+        tracer.poison_overlapping(t, [t], msg)
 
 
 # ---------------------------------------------------------------- the table: elementwise
@@ -818,6 +823,42 @@ def diagonal(a):
     end = start + (length - 1) * (m + 1) + 1
     b("slice", [cur], {"dim": len(lead), "start": start, "end": end, "step": m + 1},
       lambda t: t[..., start:end:m + 1], cur)
+    return b.done(a.out)
+
+
+@aten_rule("diagonal_scatter")
+def diagonal_scatter(a):
+    """torch.diagonal_scatter(x, src, offset, dim1, dim2): x with src written over the diagonal diagonal() reads:
+    the same permute and merge of the two dims, then a scatter along the merged dim to the diagonal's positions
+    (offset's first entry, then every (m + 1)-th: a cumulative sum of ones, scaled), and back to x's shape."""
+    x, src, offset = a.self, a.src, int(getattr(a, "offset", 0))
+    d1, d2 = dim(getattr(a, "dim1", 0), x.dim()), dim(getattr(a, "dim2", 1), x.dim())
+    n, m, i64 = int(x.shape[d1]), int(x.shape[d2]), torch.int64
+    length = max(0, min(n, m - offset)) if offset >= 0 else max(0, min(n + offset, m))
+    if length == 0:
+        raise Unsupported(f"an empty diagonal (offset {offset} of {n} x {m})")
+    b, cur = _Steps(a), x
+    perm = [d for d in range(x.dim()) if d not in (d1, d2)] + [d1, d2]
+    moved = perm != list(range(x.dim()))
+    if moved:
+        cur = b("permute", [cur], {"dims": perm}, lambda t: t.permute(perm), cur)
+    lead = shape(cur)[:-2]
+    cur = b("reshape", [cur], {"shape": lead + [n * m]}, torch.reshape, cur, lead + [n * m])
+    start = offset if offset >= 0 else -offset * m
+    pos = b.scalar("mul", b.scalar("sub", b.counting(length, i64), 1), m + 1)
+    if start:
+        pos = b.scalar("add", pos, start)
+    along = [1] * len(lead) + [length]
+    pos = b("reshape", [pos], {"shape": along}, torch.reshape, pos, along)
+    if lead:
+        pos = b("expand", [pos], {"shape": lead + [length]}, lambda t: t.expand(lead + [length]), pos)
+    if src.dtype != x.dtype:
+        src = b("cast", [src], {"dtype": x.dtype}, lambda t: t.to(x.dtype), src)
+    cur = b("scatter", [cur, pos, src], {"dim": len(lead)}, torch.scatter, cur, len(lead), pos, src)
+    cur = b("reshape", [cur], {"shape": lead + [n, m]}, torch.reshape, cur, lead + [n, m])
+    if moved:
+        back = [perm.index(d) for d in range(x.dim())]
+        b("permute", [cur], {"dims": back}, lambda t: t.permute(back), cur)
     return b.done(a.out)
 
 
@@ -1525,43 +1566,94 @@ def running_extreme(a):
 
 @aten_rule("scatter")
 def scatter(a):
-    if getattr(a, "reduce", None) == "add" and isinstance(getattr(a, "src", None), torch.Tensor):
-        return Emit("scatter_add", [a.self, a.index, a.src], {"dim": dim(a.dim, a.self.dim())})
-    if getattr(a, "reduce", None) is not None:
-        raise Unsupported(f"reduce={a.reduce!r} (reduce='add' is supported)")
-    d = dim(a.dim, a.self.dim())
-    src = getattr(a, "src", None)
-    if isinstance(src, torch.Tensor):
-        return Emit("scatter", [a.self, a.index, src], {"dim": d})
-    return Emit("scatter_value", [a.self, a.index], {"dim": d, "value": finite(a.value, "value")})
+    """Tensor.scatter (a tensor or a number), and its legacy reduce='add' / 'multiply' forms: scatter_add /
+    scatter_prod of the tensor, or of a fill of the number shaped as the index."""
+    d, how, src = dim(a.dim, a.self.dim()), getattr(a, "reduce", None), getattr(a, "src", None)
+    if how is None:
+        if isinstance(src, torch.Tensor):
+            return Emit("scatter", [a.self, a.index, src], {"dim": d})
+        return Emit("scatter_value", [a.self, a.index], {"dim": d, "value": finite(a.value, "value")})
+    if how not in ("add", "multiply"):
+        raise Unsupported(f"reduce={how!r} (reduce='add' and 'multiply' are supported)")
+    op, b = ("scatter_add" if how == "add" else "scatter_prod"), _Steps(a)
+    if not isinstance(src, torch.Tensor):
+        dt = a.self.dtype
+        src = b("full", [], {"shape": shape(a.index), "value": finite(a.value, "value"), "dtype": dt}, torch.full,
+                shape(a.index), a.value, dtype=dt, device="meta")
+    b(op, [a.self, a.index, src], {"dim": d}, torch.scatter_add, a.self, d, a.index, src)
+    return b.done(a.out)
 
 
-@aten_rule("scatter_reduce")
-def scatter_reduce(a):
-    """Tensor.scatter_reduce with reduce 'sum' or 'mean' (include_self or not), from scatter_add: the sum of what
-    lands on each position (include_self=False: written over zeros there), the mean that sum over the count of
-    what landed (plus one for self), a position nothing lands on keeping its value, as torch's. 'prod', 'amax'
-    and 'amin' (atomic products and maxima kforge's scatter kernels do not make) are refused."""
-    x, idx, src, how = a.self, a.index, a.src, a.reduce
-    if how not in ("sum", "mean"):
-        raise Unsupported(f"reduce={how!r} (sum and mean are supported)")
-    d, keep_self, b = dim(a.dim, x.dim()), bool(getattr(a, "include_self", True)), _Steps(a)
+# scatter_reduce's reduce -> the kforge op that combines an element into its position ('mean' is a sum and a count)
+_SCATTER_COMBINE = {"sum": "scatter_add", "mean": "scatter_add", "prod": "scatter_prod", "amax": "scatter_amax",
+                    "amin": "scatter_amin"}
+
+
+def _combine_identity(how, dt):
+    """The value the combine leaves unchanged: 0 (sum, mean), 1 (prod), the lowest (amax) or highest (amin)."""
+    if how in ("sum", "mean", "prod"):
+        return int(how == "prod")
+    if dt.is_floating_point:
+        return float("-inf") if how == "amax" else float("inf")
+    info = torch.iinfo(dt)
+    return info.min if how == "amax" else info.max
+
+
+def _scatter_reduce_plan(b, x, d, idx, src, how, keep_self):
+    """torch.scatter_reduce(x, d, idx, src, how, include_self=keep_self) as kforge ops: the combine op of
+    _SCATTER_COMBINE over x (include_self=False: over x with the identity written first where anything lands);
+    'mean' that sum over the count of what landed (plus one for self), a position nothing lands on keeping its
+    value, as torch's. The meta result of every combine is scatter_add's (same shape and dtype)."""
+    if how not in _SCATTER_COMBINE:
+        raise Unsupported(f"reduce={how!r} (sum, mean, prod, amax and amin are supported)")
+    dt = x.dtype
+    if dt == torch.bool:
+        raise Unsupported(f"scatter_reduce {how!r} of a bool tensor; cast it to an integer type first")
+    if how == "mean" and not dt.is_floating_point:
+        raise Unsupported("reduce='mean' of an integer tensor")
     base = x
     if not keep_self:
-        base = b("scatter_value", [x, idx], {"dim": d, "value": 0}, lambda t, i: t.scatter(d, i, 0.0), x, idx)
-    total = b("scatter_add", [base, idx, src], {"dim": d}, torch.scatter_add, base, d, idx, src)
-    if how == "sum":
-        return b.done(a.out)
-    dt = x.dtype
-    if not dt.is_floating_point:
-        raise Unsupported("reduce='mean' of an integer tensor")
+        ident = _combine_identity(how, dt)
+        base = b("scatter_value", [x, idx], {"dim": d, "value": finite(ident, "value")},
+                 lambda t, i: t.scatter(d, i, ident), x, idx)
+    total = b(_SCATTER_COMBINE[how], [base, idx, src], {"dim": d}, torch.scatter_add, base, d, idx, src)
+    if how != "mean":
+        return total
     start = b("full", [], {"shape": shape(x), "value": 1 if keep_self else 0, "dtype": dt}, torch.zeros, shape(x),
               dtype=dt, device="meta")
     ones = b("full", [], {"shape": shape(idx), "value": 1, "dtype": dt}, torch.ones, shape(idx), dtype=dt,
              device="meta")
     count = b("scatter_add", [start, idx, ones], {"dim": d}, torch.scatter_add, start, d, idx, ones)
     count = b("clamp", [count], {"min": 1, "max": None}, lambda t: t.clamp(min=1), count)
-    b("div", [total, count], {}, torch.div, total, count)
+    return b("div", [total, count], {}, torch.div, total, count)
+
+
+@aten_rule("scatter_reduce")
+def scatter_reduce(a):
+    """Tensor.scatter_reduce (sum, mean, prod, amax, amin; include_self or not): _scatter_reduce_plan."""
+    b = _Steps(a)
+    _scatter_reduce_plan(b, a.self, dim(a.dim, a.self.dim()), a.index, a.src, a.reduce,
+                         bool(getattr(a, "include_self", True)))
+    return b.done(a.out)
+
+
+@aten_rule("index_reduce")
+def index_reduce(a):
+    """Tensor.index_reduce (prod, mean, amax, amin; include_self or not) along dim: the 1-d index made a scatter
+    index (reshaped to lie along dim, expanded to the source's shape), then _scatter_reduce_plan."""
+    x, src, b = a.self, a.source, _Steps(a)
+    d = dim(a.dim, x.dim())
+    idx = a.index
+    if idx.dim() > 1:
+        raise Unsupported(f"a {idx.dim()}-d index (index_reduce takes a 1-d one)")
+    if idx.dtype != torch.int64:
+        idx = b("cast", [idx], {"dtype": torch.int64}, lambda t: t.to(torch.int64), idx)
+    along = [1] * src.dim()
+    if src.dim():
+        along[d] = -1
+    idx = b("reshape", [idx], {"shape": along}, torch.reshape, idx, along)
+    idx = b("expand", [idx], {"shape": shape(src)}, lambda t: t.expand(shape(src)), idx)
+    _scatter_reduce_plan(b, x, d, idx, src, a.reduce, bool(getattr(a, "include_self", True)))
     return b.done(a.out)
 
 

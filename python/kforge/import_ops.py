@@ -1779,20 +1779,52 @@ def _scatter_index(x):
 
 
 @rule("torch.scatter Tensor.scatter Tensor.scatter_", "input, dim, index, src=None, *, value=None, reduce=None",
-      "scatter scatter_value scatter_add")
+      "scatter scatter_value scatter_add scatter_prod full")
 def scatter(a):
     d, index = dim(a.dim, a.input.dim()), _scatter_index(a.index)
-    if a.reduce == "add" and isinstance(a.src, torch.Tensor):  # the legacy form of scatter_add
-        return Emit("scatter_add", [a.input, index, a.src], {"dim": d})
-    if a.reduce is not None:
-        raise Unsupported(f"reduce={a.reduce!r} (reduce='add' of a tensor is supported; scatter_reduce takes "
-                          "'sum' and 'mean')")
     v = a.value if a.src is None else a.src
+    if a.reduce is not None:  # the legacy forms of scatter_add and of scatter_reduce's 'prod'
+        if a.reduce not in ("add", "multiply"):
+            raise Unsupported(f"reduce={a.reduce!r} (reduce='add' and 'multiply' are supported; scatter_reduce "
+                              "takes 'sum', 'mean', 'prod', 'amax' and 'amin')")
+        op, b = ("scatter_add" if a.reduce == "add" else "scatter_prod"), _Steps(a)
+        if not isinstance(v, torch.Tensor):
+            if not is_num(v):
+                raise Unsupported(f"a scatter value of type {type(v).__name__}")
+            dt = a.input.dtype
+            v = b("full", [], {"shape": list(index.shape), "value": finite(v, "value"), "dtype": dt}, torch.full,
+                  tuple(index.shape), v, dtype=dt, device="meta")
+        b(op, [a.input, index, v], {"dim": d}, torch.scatter_add, a.input, d, index, v)
+        return b.done(a.out)
     if isinstance(v, torch.Tensor):
         return Emit("scatter", [a.input, index, v], {"dim": d})
     if not is_num(v):
         raise Unsupported(f"a scatter value of type {type(v).__name__}")
     return Emit("scatter_value", [a.input, index], {"dim": d, "value": finite(v, "value")})
+
+
+@rule("Tensor.fill_diagonal_", "input, fill_value, wrap=False", "reshape full cumsum sub mul scatter_value")
+def fill_diagonal(a):
+    """x.fill_diagonal_(v, wrap): the elements whose indices are all equal set to v, as torch's: over x flattened,
+    every (sum of x's strides)-th element from the first, min(shape) of them (a tall matrix with wrap: all of
+    them to the end, the diagonal starting again below a gap row). A scatter_value at those positions."""
+    x, v = a.input, a.fill_value
+    dims = shape(x)
+    if len(dims) < 2 or (len(dims) > 2 and len(set(dims)) > 1):
+        raise Unsupported(f"fill_diagonal_ of a tensor of shape {dims} (2-d, or all dims of one length, as torch)")
+    if not is_num(v):
+        raise Unsupported("fill_diagonal_ with a tensor value")
+    numel, step = math.prod(dims), sum(math.prod(dims[k + 1:]) for k in range(len(dims)))
+    count = min(dims) if not (a.wrap and len(dims) == 2 and dims[0] > dims[1] + 1) else (numel - 1) // step + 1
+    if numel == 0:
+        raise Unsupported(f"fill_diagonal_ of an empty tensor of shape {dims}")
+    b, i64 = _Steps(a), torch.int64
+    flat = b("reshape", [x], {"shape": [numel]}, torch.reshape, x, [numel])
+    pos = b.scalar("mul", b.scalar("sub", b.counting(count, i64), 1), step)
+    put = b("scatter_value", [flat, pos], {"dim": 0, "value": finite(v, "value")},
+            lambda t, i: t.scatter(0, i, v), flat, pos)
+    b("reshape", [put], {"shape": dims}, torch.reshape, put, dims)
+    return b.done(a.out)
 
 
 @rule("torch.scatter_add Tensor.scatter_add Tensor.scatter_add_", "input, dim, index, src", "scatter_add")

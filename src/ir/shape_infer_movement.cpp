@@ -140,8 +140,10 @@ StatusOr<TensorType> infer_Scatter(const InferArgs& x) {
                                 " in dim " + std::to_string(k));
     }
   }
-  if (x.node.op == OpId::kScatterAdd && dst.dtype == DType::kBool)
-    return invalid_argument("scatter_add of a bool tensor (add needs numbers)");
+  const bool combines = x.node.op == OpId::kScatterAdd || x.node.op == OpId::kScatterAmax ||
+                        x.node.op == OpId::kScatterAmin || x.node.op == OpId::kScatterProd;
+  if (combines && dst.dtype == DType::kBool)
+    return invalid_argument(std::string(op_info(x.node.op).name) + " of a bool tensor (it combines numbers)");
   return dst;
 }
 

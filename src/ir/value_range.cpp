@@ -238,7 +238,9 @@ ValueRange node_range(const ir::Graph& g, const ir::Node& node, const std::vecto
       if (std::isnan(v) || x.is_any()) return ValueRange::any();
       return ValueRange::between(std::min(x.lo, v), std::max(x.hi, v));
     }
-    case ir::OpId::kScatter: {
+    case ir::OpId::kScatter:
+    case ir::OpId::kScatterAmax:
+    case ir::OpId::kScatterAmin: {
       const ValueRange src = input_range(g, node, ranges, 2);
       if (x.is_any() || src.is_any()) return ValueRange::any();
       return ValueRange::between(std::min(x.lo, src.lo), std::max(x.hi, src.hi));

@@ -144,6 +144,16 @@ CASES = {
         "return torch.zeros_like(z).scatter_add(0, y, z), x.half().scatter_add(1, y[:, :50], x.half()).float()",
         "[torch.randn(64, 100), torch.randint(0, 64, (64, 100)), torch.randint(-1000, 1000, (64, 100))]", "atomicAdd",
         tol=1e-2),
+    "scatter_reduce_max_min_prod": case(
+        "m = torch.zeros(64, 512, device=x.device).scatter_reduce(1, y, x, reduce='amax', include_self=False)\n"
+        "n = x[:, :512].scatter_reduce(1, y, x, reduce='amin')\n"
+        "p = torch.ones(64, 512, device=x.device).scatter_reduce(1, y, 1 + 0.01 * x, reduce='prod')\n"
+        "h = x.half().scatter_reduce(1, y[:, :100], x.half(), reduce='amax').float()\n"
+        "return m, n, p, h, z.scatter_reduce(1, y[:, :256], z[:, :256] // 3, reduce='amax', include_self=False)",
+        "[torch.randn(64, 2048), torch.randint(0, 512, (64, 2048)), torch.randint(-2**40, 2**40, (64, 512))]",
+        "kf_combine", tol=1e-4,
+        special="[torch.where(torch.rand(64, 2048) < 0.01, torch.tensor(float('nan')), torch.randn(64, 2048)), "
+                "torch.randint(0, 512, (64, 2048)), torch.randint(-2**40, 2**40, (64, 512))]"),
     "scatter_unique_overwrite": case(  # tests/unseen/48
         "return x.scatter(1, y, torch.tanh(z)) * torch.sigmoid(x), x.scatter(0, y[:3] % 16, 2.5)",
         "[torch.randn(16, 512), torch.argsort(torch.rand(16, 512), dim=1)[:, :64], torch.randn(16, 64)]",

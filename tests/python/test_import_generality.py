@@ -12,13 +12,14 @@ import sys
 import textwrap
 
 import pytest
+import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, HERE)
 
-from kforge import importer  # noqa: E402
+from kforge import import_ops, importer  # noqa: E402
 import graph_executor  # noqa: E402
 
 OPS_DEF = os.environ.get("KFORGE_OPS_DEF") or os.path.join(ROOT, "src", "ir", "ops.def")
@@ -1057,6 +1058,99 @@ def test_scatter_reduce_sum_mean_import_and_match_the_model(tmp_path):
             return []
     """, atol=0, rtol=0)
     assert {"scatter_add", "scatter_value", "div"} <= ops_of(g)
+
+
+def test_scatter_reduce_max_min_prod_and_index_reduce_match_the_model(tmp_path):
+    """scatter_reduce 'amax', 'amin' and 'prod' with and without self (include_self=False writes the identity
+    first: -inf / +inf / 1, the int64 extremes for integers), index_reduce along a middle dim (an int32 index,
+    cast), the legacy scatter_(reduce='multiply') of a tensor and of a number, and a graph-network max
+    aggregation (messages of edges onto their target nodes); small integer values so products stay exact."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, src, idx, feats, edges, big):
+                return (x.scatter_reduce(1, idx, src, reduce="amax"),
+                        x.scatter_reduce(1, idx, src, reduce="amin", include_self=False),
+                        x.scatter_reduce(1, idx, src, reduce="prod"),
+                        x.scatter_reduce(1, idx, src, reduce="prod", include_self=False),
+                        x.clone().scatter_(1, idx, src, reduce="multiply"),
+                        x.scatter(1, idx, 2.0, reduce="multiply"),
+                        big.scatter_reduce(1, idx, big[:, :7] * 3, reduce="amax", include_self=False),
+                        big.scatter_reduce(1, idx, big[:, :7] - 5, reduce="amin", include_self=False),
+                        feats.index_reduce(1, edges[0].int(), feats[:, :5] * 2, "amax", include_self=False),
+                        feats.index_reduce(1, edges[1], feats[:, 2:7], "mean"),
+                        torch.zeros(6, 10).scatter_reduce(0, edges[1].unsqueeze(1).expand(5, 10),
+                                                          x[:5] * 0.5, reduce="amax", include_self=False))
+
+        def get_inputs():
+            return [torch.randint(-3, 4, (6, 10)).float(), torch.randint(-3, 4, (6, 7)).float(),
+                    torch.randint(0, 10, (6, 7)), torch.randint(-8, 8, (4, 9, 3)).float(),
+                    torch.randint(0, 6, (2, 5)), torch.randint(-10**6, 10**6, (6, 10))]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert {"scatter_amax", "scatter_amin", "scatter_prod", "scatter_value"} <= ops_of(g)
+
+
+def test_graph_sage_problem_matches_the_model(tmp_path):
+    """tests/problems/graph_sage_max_mean.py: max and mean aggregation of edge messages onto nodes."""
+    g = verified(tmp_path, os.path.join(HERE, "..", "problems", "graph_sage_max_mean.py"), atol=1e-4, rtol=1e-4)
+    assert {"scatter_amax", "scatter_value", "scatter_add", "div"} <= ops_of(g)
+
+
+def test_diagonal_scatter_and_fill_diagonal_match_the_model(tmp_path):
+    """torch.diagonal_scatter with offsets of both signs and dims not last (a permute there and back);
+    fill_diagonal_ in place (of a clone, of a product, a tall matrix with wrap=True, a cube)."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, s):
+                a = torch.diagonal_scatter(x, s[:, :5], 1, 1, 2)
+                b = torch.diagonal_scatter(x, s[:, :4] * 2, -2, 2, 1)
+                c = torch.diagonal_scatter(x[0], s[0, :5], 0)
+                z = x[1].clone().fill_diagonal_(3.0)
+                y = x[1] * 1
+                y.fill_diagonal_(-2.0)
+                tall = s.reshape(7, 2).repeat(2, 1).fill_diagonal_(4.0, wrap=True)
+                cube = (x[0, :3, :3].unsqueeze(0).expand(3, 3, 3) * 1).fill_diagonal_(7.0)
+                return a, b, c, z, y, tall, cube
+
+        def get_inputs():
+            return [torch.randn(2, 5, 6), torch.randn(2, 7)]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert "scatter" in ops_of(g)
+
+
+def test_an_in_place_aten_update_kforge_cannot_follow_is_refused_not_dropped(tmp_path, monkeypatch):
+    """A C++ callable whose ATen graph writes into a view kforge has no op for (fill_diagonal_ without its rule:
+    aten.as_strided, then fill_ on it) used to leave the caller's tensor at its old value, a wrong answer; the
+    tensor sharing the written memory is now an error to use, naming the ATen op."""
+    monkeypatch.delitem(import_ops.RULES, torch.Tensor.fill_diagonal_)
+    path = problem(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                y = x * 2
+                y.fill_diagonal_(3.0)
+                return y
+
+        def get_inputs():
+            return [torch.randn(5, 6)]
+
+        def get_init_inputs():
+            return []
+    """)
+    expect_error(path, r"problem.py:7: torch.Tensor.fill_diagonal_ decomposes to aten.as_strided, which kforge has no op")
 
 
 def test_diagonal_norms_and_shifts_import_and_match_the_model(tmp_path):

@@ -399,6 +399,10 @@ CASES = [
     ("scatter", "return x.scatter(1, i, x), x.scatter(1, i, 2.0), x.scatter_add(0, i, x)",
      "torch.rand(4, 8), torch.randint(0, 4, (4, 3))", "x, i", None,
      [("scatter", {"dim": 1}), ("scatter_value", {"dim": 1, "value": 2.0}), ("scatter_add", {"dim": 0})]),
+    ("scatter_reduce", "return x.scatter_reduce(1, i, x, 'amax'), x.scatter_reduce(1, i, x, 'amin'), "
+     "x.scatter(1, i, x, reduce='multiply')",
+     "torch.rand(4, 8), torch.randint(0, 4, (4, 3))", "x, i", None,
+     [("scatter_amax", {"dim": 1}), ("scatter_amin", {"dim": 1}), ("scatter_prod", {"dim": 1})]),
     ("one_hot", "return F.one_hot(i, 8)", "torch.randint(0, 8, (4, 3))", "i", None, [("one_hot", {"num_classes": 8})]),
     ("embedding_bag", "return F.embedding_bag(i, w, o, mode='sum')",
      "torch.randint(0, 8, (6,)), torch.rand(8, 5), torch.tensor([0, 2])", "i, w, o", None,

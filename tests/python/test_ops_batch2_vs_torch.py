@@ -215,7 +215,7 @@ def test_interpolate_keeps_the_scale_torch_passes_on(tmp_path):
     ("return F.grid_sample(x.unsqueeze(2), x.unsqueeze(-1).expand(2, 3, 4, 4, 3)[:, :, :1], align_corners=False)",
      "a 4-D (N, C, H, W) input with a (N, Ho, Wo, 2) grid is supported"),
     ("return torch.div(x, 2, rounding_mode='round')", "round"),
-    ("return x.scatter(1, y, x, reduce='multiply')", "reduce='multiply'"),
+    ("return (x > 0).scatter_reduce(1, y, x > 0, reduce='amax')", "scatter_reduce 'amax' of a bool tensor"),
 ])
 def test_unsupported_forms_name_what_is_missing(tmp_path, body, message):
     path = tmp_path / "p.py"

@@ -124,6 +124,10 @@ CASES = [
     ("scatter", ["scatter", "scatter_value", "scatter_add", "one_hot"],
      "return x.scatter(1, y, x), x.scatter(1, y, 1.5), x.scatter_add(1, y, x), F.one_hot(y, %d)" % L,
      [(N, L), "torch.randint(0, %d, (%d, 3))" % (L, N)], ""),
+    ("scatter_reduce", ["scatter_amax", "scatter_amin", "scatter_prod"],
+     "return x.scatter_reduce(1, y, x, 'amax', include_self=False), x.scatter_reduce(0, y % 2, x, 'amin'), "
+     "x.index_reduce(1, y[0], x[:, :3], 'prod')",
+     [(N, L), "torch.randint(0, 3, (%d, 3))" % N], ""),
     ("bags_fold", ["embedding_bag", "fold"],
      "return F.embedding_bag(y, x, mode='max'), F.fold(z, (%d, %d), 2)" % (H, W),
      [(N, L), "torch.randint(0, %d, (3, 4))" % N, (N, 4 * C, (H - 1) * (W - 1))], ""),
