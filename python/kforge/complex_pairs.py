@@ -13,6 +13,7 @@ anything else says so by name and points at torch.view_as_real. A complex graph 
 with the same advice."""
 import torch
 
+from . import fourier
 from . import import_ops as ops
 from .import_ops import UserError
 
@@ -33,7 +34,7 @@ STRUCTURAL = _named(
     "Tensor.chunk torch.chunk Tensor.split torch.split Tensor.unbind torch.unbind torch.cat torch.concat torch.stack "
     "Tensor.roll torch.roll Tensor.flip torch.flip Tensor.movedim torch.movedim Tensor.index_select "
     "torch.index_select Tensor.gather torch.gather Tensor.cuda Tensor.cpu Tensor.requires_grad_ "
-    "Tensor.repeat_interleave torch.repeat_interleave") | {ops.tensor_getitem}
+    "Tensor.repeat_interleave torch.repeat_interleave torch.fft.fftshift torch.fft.ifftshift") | {ops.tensor_getitem}
 # Linear in the complex tensor with real coefficients: the same call on each part.
 # Their other tensor gives only a shape: it may be real.
 SHAPE_ONLY = _named("Tensor.view_as Tensor.expand_as Tensor.reshape_as")
@@ -66,14 +67,25 @@ for _names, _op in (("torch.view_as_real", "view_as_real"), ("Tensor.real.__get_
     for _f in _named(_names):
         UNARY[_f] = _op
 CASTS = _named("Tensor.to Tensor.type Tensor.type_as")
+# A complex tensor made by a factory in forward (FNO's out_ft = torch.zeros(..., dtype=torch.cfloat)).
+FACTORIES = _named("torch.zeros torch.ones torch.empty torch.full torch.zeros_like torch.ones_like torch.empty_like "
+                   "torch.full_like")
+# z[index] = value: the same write into each part.
+SETITEM = {ops.tensor_setitem, ops._SETITEM}
+EINSUM = _named("torch.einsum")
 SUPPORTED = ("view_as_real, .real, .imag, abs, angle, conj, exp, reciprocal, + - * / and matmul (with complex, real or "
-             "Python numbers), sum, mean, cumsum, and reshaping, indexing, cat and stack")
+             "Python numbers), einsum, sum, mean, cumsum, reshaping, indexing, cat and stack, fftshift, and " +
+             fourier.SUPPORTED)
 
 
 def involved(func, args, kwargs):
-    """Whether a call reads a complex tensor or makes one from real tensors (x.to(torch.complex64) too)."""
-    if func in FROM_REAL or any(t.is_complex() for t in _tensors([args, kwargs])):
+    """Whether a call reads a complex tensor or makes one from real tensors (x.to(torch.complex64) too, and a
+    Fourier transform of a real tensor)."""
+    if func in FROM_REAL or func in fourier.TRANSFORMS or any(t.is_complex() for t in _tensors([args, kwargs])):
         return True
+    if func in FACTORIES and ((isinstance(kwargs.get("dtype"), torch.dtype) and kwargs["dtype"].is_complex) or
+                              any(isinstance(v, complex) for v in [*args, *kwargs.values()])):
+        return True  # torch.zeros(..., dtype=torch.cfloat), torch.full(shape, 1 - 2j)
     return func in CASTS and any(isinstance(v, torch.dtype) and v.is_complex for v in [*args, *kwargs.values()])
 
 
@@ -124,6 +136,9 @@ class Pairs:
             out = self.tracer.run(func, *args, **kwargs)
         except Exception as e:
             raise UserError(f"{where}: {shown}: {type(e).__name__}: {str(e).strip().splitlines()[0]}") from None
+        if func in SETITEM:
+            with self.tracer.recording():
+                return self._setitem(shown, args)
         if not _tensors(out):
             return out  # size(), dim(), is_complex(), ...
         if self.tracer.mutates(func):
@@ -137,12 +152,18 @@ class Pairs:
                 return self._result(out, re, -im)
             if func in CASTS:
                 return self._cast(func, shown, args, kwargs, out)
+            if func in FACTORIES:
+                return self._factory(func, args, kwargs, out)
             if func in FROM_REAL:
                 return self._from_real(ops.callable_name(func), args, kwargs, out)
             if func in BINARY:
                 return self._binary(func, shown, args, kwargs, out)
             if func in UNARY:
                 return self._unary(UNARY[func], args[0], out)
+            if func in EINSUM:
+                return self._einsum(shown, args, kwargs, out)
+            if func in fourier.TRANSFORMS:
+                return fourier.transform(self, func, shown, args, kwargs, out)
         raise UserError(f"{where}: {shown} on a complex tensor: kforge holds a complex tensor as its real and "
                         f"imaginary parts and supports {SUPPORTED}; make the rest real first (torch.view_as_real, "
                         f"or cos/sin of the angle)")
@@ -205,6 +226,34 @@ class Pairs:
         re, im = self.of(z)
         return self._result(out, re.to(dt), im.to(dt))
 
+    def _factory(self, func, args, kwargs, out):
+        """torch.zeros / ones / empty / full (and their _like forms) of a complex dtype: the real part made by the
+        same factory in the real dtype (empty as zeros: its values are unspecified), the imaginary part zeros (a
+        complex fill value's imaginary part for full)."""
+        name = ops.callable_name(func).rsplit(".", 1)[-1]
+        dt, shape = REAL_OF[out.dtype], tuple(out.shape)
+        value = 1.0 if name.startswith("ones") else 0.0
+        if name.startswith("full"):
+            value = args[1] if len(args) > 1 else kwargs.get("fill_value")
+        value = complex(value)
+        device = kwargs.get("device") or (args[0].device if name.endswith("_like") else "meta")
+        re = torch.full(shape, value.real, dtype=dt, device=device)
+        im = torch.full(shape, value.imag, dtype=dt, device=device)
+        return self._result(out, re, im)
+
+    def _setitem(self, shown, args):
+        """z[index] = value of a complex z: the same write into its real and imaginary parts (a real or numeric
+        value writes zeros into the imaginary part). Returns None, as __setitem__ does."""
+        z, index, value = args[0], args[1], args[2]
+        if not z.is_complex():
+            raise UserError(f"{self.tracer.where()}: {shown} writes a complex value into a real tensor (it would drop "
+                            f"the imaginary part); take .real of it first")
+        re, im = self.of(z)
+        vr, vi = self._operand(value)
+        re[index] = vr
+        im[index] = 0.0 if vi is None else vi
+        return None
+
     def _from_real(self, name, args, kwargs, out):
         if name == "torch.view_as_complex":
             x = args[0] if args else kwargs["input"]
@@ -253,6 +302,29 @@ class Pairs:
         if b is None:
             return self._result(out, a * c / den, -a * d / den)
         return self._result(out, (a * c + b * d) / den, (b * c - a * d) / den)
+
+    def _einsum(self, shown, args, kwargs, out):
+        """torch.einsum over complex and real operands: multilinear, so the sum over every choice of part (re or
+        im) of each complex operand of the real einsum of those parts, times i to the number of imaginary parts
+        chosen (+1, +i, -1, -i: to the real or imaginary result, added or subtracted)."""
+        if kwargs or len(args) < 2:
+            raise UserError(f"{self.tracer.where()}: {shown} on complex tensors needs einsum(equation, *operands)")
+        eq, operands = args[0], list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) else list(args[1:])
+        parts = [self._operand(t) for t in operands]
+        sums = [None, None]  # real, imaginary
+        for choice in range(1 << len(parts)):
+            picks = [(p[0], 0) if not (choice >> j) & 1 else (p[1], 1) for j, p in enumerate(parts)]
+            if any(t is None for t, _ in picks):
+                continue  # an imaginary part of a real operand
+            turns = sum(k for _, k in picks) % 4  # powers of i
+            term = torch.einsum(eq, *[t for t, _ in picks])
+            which, negate = turns % 2, turns >= 2
+            if sums[which] is None:
+                sums[which] = -term if negate else term
+            else:
+                sums[which] = sums[which] - term if negate else sums[which] + term
+        re, im = sums
+        return self._result(out, re if re is not None else 0.0, im if im is not None else 0.0)
 
     def _unary(self, op, z, out):
         a, b = self.of(z)

@@ -35,6 +35,7 @@ int family_slot(ir::OpFamily f) {
     case ir::OpFamily::kScatter: return static_cast<int>(ir::OpFamily::kSelect);
     case ir::OpFamily::kFold: return static_cast<int>(ir::OpFamily::kSlice);
     case ir::OpFamily::kRecurrent: return static_cast<int>(ir::OpFamily::kLinear);
+    case ir::OpFamily::kFft: return static_cast<int>(ir::OpFamily::kMatmul);
     default: break;
   }
   const int slot = static_cast<int>(f);

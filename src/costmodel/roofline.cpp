@@ -115,6 +115,17 @@ double node_flops(const ir::Graph& g, const ir::Node& n) {
       return prod(out.shape) * window;
     }
     case ir::OpFamily::kReshape: return 0;
+    case ir::OpFamily::kFft: {
+      // 5 n log2(n) real operations per transform of n complex points (the radix-2 count), n the transformed size.
+      const int64_t k = n.attrs.i("ndim");
+      const auto& sh = n.op == ir::OpId::kFftR2c ? in0.shape : out.shape;
+      const size_t rank = sh.size() - (n.op == ir::OpId::kFftC2c ? 1 : 0);
+      double points = 1;
+      for (size_t d = rank >= static_cast<size_t>(k) ? rank - static_cast<size_t>(k) : 0; d < rank; ++d)
+        points *= static_cast<double>(sh[d]);
+      const double batch = std::max(prod(sh) / std::max(points, 1.0) / (n.op == ir::OpId::kFftC2c ? 2.0 : 1.0), 1.0);
+      return batch * 5.0 * points * std::log2(std::max(points, 2.0));
+    }
     case ir::OpFamily::kRecurrent: {
       // The GEMMs, and about 10 pointwise operations per gate and step.
       auto r = ir::rnn_geometry(g, n);

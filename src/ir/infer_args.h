@@ -29,6 +29,8 @@ StatusOr<TensorType> infer_Scatter(const InferArgs& x);
 StatusOr<TensorType> infer_Fold(const InferArgs& x);
 // recurrent.cpp.
 StatusOr<TensorType> infer_Recurrent(const InferArgs& x);
+// fft.cpp.
+StatusOr<TensorType> infer_Fft(const InferArgs& x);
 // Ops of the Index and Pad families kept there too.
 StatusOr<TensorType> infer_one_hot(const InferArgs& x);
 StatusOr<TensorType> infer_embedding_bag(const InferArgs& x);

@@ -1,5 +1,5 @@
 // One kernel per node; reshapes become aliases; GEMM-like ops go to cuBLAS, convolutions and recurrent layers to
-// cuDNN.
+// cuDNN, Fourier transforms to cuFFT.
 #include "schedule/planner.h"
 
 namespace kforge::schedule {
@@ -14,6 +14,7 @@ DefaultStrategy default_strategy(const ir::Graph& g, const ir::Node& node) {
     case OpFamily::kConvTranspose: return {Impl::kLibrary, Strategy::kCudnnConvTranspose};
     case OpFamily::kAttention: return {Impl::kLibrary, Strategy::kCublasAttention};
     case OpFamily::kRecurrent: return {Impl::kLibrary, Strategy::kCudnnRnn};
+    case OpFamily::kFft: return {Impl::kLibrary, Strategy::kCufftTransform};
     case OpFamily::kUnary:
     case OpFamily::kCast:
     case OpFamily::kBinary:

@@ -154,6 +154,19 @@ CASES = {
         "kf_combine", tol=1e-4,
         special="[torch.where(torch.rand(64, 2048) < 0.01, torch.tensor(float('nan')), torch.randn(64, 2048)), "
                 "torch.randint(0, 512, (64, 2048)), torch.randint(-2**40, 2**40, (64, 512))]"),
+    "fft_fno_spectral_conv": case(
+        "f = torch.fft.rfft2(x, norm='ortho')\nw = torch.view_as_complex(self.w)\n"
+        "low = torch.einsum('bixy,ioxy->boxy', f[:, :, :12, :9], w)\n"
+        "return torch.relu(torch.fft.irfft2(low, s=x.shape[-2:], norm='ortho') + x)",
+        "[torch.randn(4, 8, 32, 32)]", "kf_cufft_exec", tol=1e-4,
+        init="self.w = nn.Parameter(torch.randn(8, 8, 12, 9, 2) * 0.05)"),
+    "fft_kinds_sizes_float64": case(
+        "a = torch.fft.fft(x, dim=1)\nb = torch.fft.ifft(torch.fft.fft(x[0, 0], n=48), norm='forward')\n"
+        "c = torch.fft.rfftn(x, s=(20, 30), dim=(-1, 0))\nd = torch.fft.irfft(torch.fft.rfft(x[1, 2]), n=33)\n"
+        "e = torch.fft.fftshift(torch.fft.fft2(x), dim=(-2, -1))\ng = torch.fft.ifftn(a, dim=(0, 2, 3)).real\n"
+        "h = torch.fft.irfftn(torch.fft.rfftn(x.double(), dim=(1, 2)), dim=(1, 2))\n"
+        "return torch.view_as_real(a), b.abs(), c.real, c.imag, d, e.abs(), g, h",
+        "[torch.randn(3, 6, 40, 24)]", "kf_cufft_exec", tol=1e-4),
     "scatter_unique_overwrite": case(  # tests/unseen/48
         "return x.scatter(1, y, torch.tanh(z)) * torch.sigmoid(x), x.scatter(0, y[:3] % 16, 2.5)",
         "[torch.randn(16, 512), torch.argsort(torch.rand(16, 512), dim=1)[:, :64], torch.randn(16, 64)]",

@@ -123,6 +123,16 @@ _GRID_MODES = {"bilinear": 0, "nearest": 1}
 _GRID_PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
 
 
+def _last(k):
+    """The last k dims (of a complex tensor: fft_c2c and fft_c2r hold it as view_as_real's layout)."""
+    return list(range(-k, 0))
+
+
+def _last_sizes(x, k, last):
+    """fft_c2r's signal sizes: the complex dims' sizes (before x's trailing pair dim), the last one `last`."""
+    return [int(v) for v in x.shape[-k - 1:-2]] + [last]
+
+
 def _topk(x, a):
     """The first k of the stable sort (the order kforge defines for ties)."""
     s = torch.sort(x, dim=a["dim"], descending=a["largest"], stable=True)
@@ -230,6 +240,12 @@ OPS = {
     "scatter": lambda i, a: torch.scatter(i[0], a["dim"], i[1], i[2]),
     "scatter_value": lambda i, a: torch.scatter(i[0], a["dim"], i[1], num(a["value"])),
     "scatter_add": lambda i, a: torch.scatter_add(i[0], a["dim"], i[1], i[2]),
+    "fft_r2c": lambda i, a: torch.view_as_real(torch.fft.rfftn(i[0], dim=_last(a["ndim"]))),
+    "fft_c2c": lambda i, a: torch.view_as_real((torch.fft.ifftn if a["inverse"] else torch.fft.fftn)(
+        torch.view_as_complex(i[0].contiguous()), dim=_last(a["ndim"]), norm="forward" if a["inverse"] else "backward")),
+    "fft_c2r": lambda i, a: torch.fft.irfftn(torch.view_as_complex(i[0].contiguous()),
+                                             s=_last_sizes(i[0], a["ndim"], a["last_dim_size"]),
+                                             dim=_last(a["ndim"]), norm="forward"),
     "scatter_amax": lambda i, a: torch.scatter_reduce(i[0], a["dim"], i[1], i[2], "amax"),
     "scatter_amin": lambda i, a: torch.scatter_reduce(i[0], a["dim"], i[1], i[2], "amin"),
     "scatter_prod": lambda i, a: torch.scatter_reduce(i[0], a["dim"], i[1], i[2], "prod"),

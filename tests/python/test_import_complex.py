@@ -63,6 +63,33 @@ CASES = {
     "casts": ("z = x[:, :3].to(torch.complex64) * torch.view_as_complex(x.view(2, 3, 2)).to(torch.complex64)\n"
               "return torch.view_as_real(z.type(torch.complex64)).float()",
               "[torch.randn(2, 6)]", ""),
+    # complex einsum (an FNO spectral weight; a product with the conjugate)
+    "einsum": ("z = torch.view_as_complex(x.view(2, 3, 4, 2))\nw = torch.complex(x[0, :, :4].t(), x[1, :, 4:].t())\n"
+               "return torch.view_as_real(torch.einsum('bij,jk->bik', z, w) + torch.einsum('bij,bij->bi', z, z.conj())"
+               ".unsqueeze(-1))", "[torch.randn(2, 3, 8)]", ""),
+    # Fourier transforms (fourier.py): a spectral convolution as in Fourier neural operators (rfft2, the low modes
+    # times a complex weight, irfft2 back to the input's size, norm="ortho")
+    "fft_spectral_conv": ("f = torch.fft.rfft2(x, norm='ortho')\nw = torch.view_as_complex(self.w)\n"
+                          "low = torch.einsum('bixy,ioxy->boxy', f[:, :, :6, :5], w)\n"
+                          "return torch.fft.irfft2(low, s=x.shape[-2:], norm='ortho') + x",
+                          "[torch.randn(2, 4, 16, 16)]", "self.w = nn.Parameter(torch.randn(4, 4, 6, 5, 2) * 0.1)"),
+    # every kind, n / s cropping and zero-padding, dims in another order, norms, fftshift, 3 dims, float64
+    "fft_kinds_sizes_norms": ("a = torch.fft.fft(x, dim=1)\nb = torch.fft.ifft(torch.fft.fft(x[0, 0], n=12), norm='forward')\n"
+                              "c = torch.fft.rfftn(x, s=(7, 10), dim=(-1, 0))\nd = torch.fft.irfft(torch.fft.rfft(x[1, 2]), n=9)\n"
+                              "e = torch.fft.fftshift(torch.fft.fft2(x), dim=(-2, -1))\n"
+                              "g = torch.fft.ifftn(a, dim=(0, 2, 3)).real\nh = torch.fft.irfftn(torch.fft.rfftn(x.double(), dim=(1, 2)), dim=(1, 2))\n"
+                              "return torch.view_as_real(a), b.abs(), c.real, c.imag, d, e.angle(), g, h.float()",
+                              "[torch.randn(2, 4, 10, 16)]", ""),
+    # complex factories and writes into a complex tensor (full with a complex value, a real value, another complex)
+    "complex_factories_and_writes": ("z = torch.zeros(2, 5, dtype=torch.cfloat)\nz[:, 1:3] = torch.view_as_complex(x.view(2, 2, 2))\n"
+                                     "w = torch.ones_like(z)\nw[0, :4] = x[1]\nf = torch.full((2, 5), 1 - 2j)\n"
+                                     "return torch.view_as_real(z * w + f)",
+                                     "[torch.randn(2, 4)]", ""),
+    # an FNet-style token mixer: the real part of a 2-d transform over the sequence and the hidden dims
+    "fft_fnet_mixing": ("return torch.fft.fft(torch.fft.fft(x, dim=-1), dim=-2).real + x", "[torch.randn(2, 12, 16)]", ""),
+    # an irfft of a real tensor (torch reads it as a spectrum with zero imaginary parts), an integer input
+    "fft_real_spectrum_int_input": ("return torch.fft.irfft(x, n=10), torch.fft.rfft((x * 4).long()).abs()",
+                                    "[torch.randn(3, 6)]", ""),
 }
 
 
@@ -89,6 +116,15 @@ def test_plain_attribute_problem_matches_the_model(name):
     graph_executor.check_problem(path, g, atol=1e-4, rtol=1e-4)
 
 
+def test_fourier_neural_operator_problem_matches_the_model():
+    """tests/problems/fno2d_spectral_network.py, FNO's reference code: rfft2, a complex zeros tensor whose corners
+    are written in place with complex einsums, irfft2."""
+    path = os.path.join(PROBLEMS, "fno2d_spectral_network.py")
+    g = importer.import_problem(path, "eval", OPS_DEF)
+    assert {"fft_r2c", "fft_c2r", "einsum"} <= {n["op"] for n in g["nodes"]}
+    graph_executor.check_problem(path, g, atol=1e-4, rtol=1e-4)
+
+
 def test_llama_block_with_complex_rotary_buffer():
     path = os.path.join(ZOO, "llama_rope_complex_block.py")
     g = importer.import_problem(path, "eval", OPS_DEF)
@@ -110,6 +146,11 @@ REFUSED = {
                                 "drops its imaginary part"),
     "complex_real_matmul": ("z = torch.view_as_complex(x.view(2, 3, 2))\nreturn torch.view_as_real(z @ x[:, :3].t())",
                             "of a complex and a real tensor"),
+    "fft_four_dims": ("return torch.fft.fftn(x.view(1, 2, 3, 2)).real", "kforge transforms 1 to 3 distinct dims per call"),
+    "fft_half": ("return torch.fft.rfft(x.half().float().half().float().half()).real.float()", "take float32 and float64"),
+    "fft_rfft_of_complex": ("return torch.fft.rfft(torch.fft.fft(x)).real", "rfft expects a real input"),
+    "complex_into_real": ("y = x.clone()\ny[:, :3] = torch.view_as_complex(x.view(2, 3, 2))\nreturn y",
+                          "writes a complex value into a real tensor"),
     "complex_real_cat": ("z = torch.view_as_complex(x.view(2, 3, 2))\nreturn torch.view_as_real(torch.cat([z, x[:, :3]], 1))",
                          "mixes complex and real floating tensors"),
 }

@@ -128,6 +128,9 @@ CASES = [
      "return x.scatter_reduce(1, y, x, 'amax', include_self=False), x.scatter_reduce(0, y % 2, x, 'amin'), "
      "x.index_reduce(1, y[0], x[:, :3], 'prod')",
      [(N, L), "torch.randint(0, 3, (%d, 3))" % N], ""),
+    ("fourier", ["fft_r2c", "fft_c2c", "fft_c2r"],
+     "f = torch.fft.rfft2(x)\nreturn torch.fft.irfft2(f, s=(%d, %d)), torch.view_as_real(torch.fft.ifft(f, dim=1))" % (H, W + 1),
+     [(N, C, H, W)], ""),
     ("bags_fold", ["embedding_bag", "fold"],
      "return F.embedding_bag(y, x, mode='max'), F.fold(z, (%d, %d), 2)" % (H, W),
      [(N, L), "torch.randint(0, %d, (3, 4))" % N, (N, 4 * C, (H - 1) * (W - 1))], ""),

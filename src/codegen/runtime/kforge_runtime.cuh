@@ -58,6 +58,21 @@ struct KfCudnnConv {
 // timing several and keeping the fastest); later calls run the cached plan. 0 on success, else kf_fail's code.
 extern "C" int kf_cudnn_conv(KfContext* ctx, const KfCudnnConv* conv, const void* in, const void* w, void* out);
 
+// A discrete Fourier transform for kf_cufft_exec (kforge_cufft.cu), one static instance per kernel: its address
+// keys the plan cache. Data contiguous, complex values interleaved (re, im), batches one after another.
+struct KfCufftTransform {
+  const char* name;     // the kernel's name, for messages
+  int kind;             // 0: real to complex (one-sided), 1: complex forward, 2: complex inverse, 3: complex to real
+  int double_precision; // 1: float64 (D2Z, Z2Z, Z2D), 0: float32
+  int rank;             // 1 to 3 transformed dims
+  int n[3];             // their sizes (a real signal's for kinds 0 and 3)
+  int batch;            // transforms one after another
+};
+// Runs `t` on ctx->stream, unnormalized as cuFFT (torch's 1/n is the importer's mul). The plan is made on the first
+// call per device (cuFFT allocates its work area then: kf_graph_forward's first call is eager). Kind 3 first copies
+// its input to ctx->workspace (cuFFT's complex-to-real overwrites its input). 0 on success, else kf_fail's code.
+extern "C" int kf_cufft_exec(KfContext* ctx, const KfCufftTransform* t, const void* in, void* out);
+
 // A recurrent layer for kf_cudnn_rnn (kforge_cudnn.cu): nn.LSTM / GRU / RNN on cuDNN's RNN API, set up as
 // PyTorch's aten/src/ATen/native/cudnn/RNN.cpp sets it up for float32 inference. Plain values, one static
 // instance per kernel: its address keys the cached descriptors and weight space.
