@@ -9,6 +9,8 @@
 # Then: device run with carry [".gpu"] and command `bash bench/gpu_run.sh`.
 # EXTRA_SUITES="tests/unseen tests/zoo" stages those folders too, as levels named by their last part.
 # WARM_PROTOCOLS="cuda-agent" warms the cache for those protocols only (default: cuda-agent kernelbench).
+# SKIP_SHARED=1 stages the EXTRA_SUITES alone (not the shared level1 and level2): a smaller cache, for a call that
+# benches only those (LEVELS=...), when every problem's cache would pass the carry's 64 MiB.
 # NO_WARM=1 skips warming the cache here (the GPU machine then builds on its 16 cores: minutes of
 # device time for 150 problems, against tens of minutes on a 2-core CPU machine).
 set -euo pipefail
@@ -20,7 +22,7 @@ mkdir -p .gpu/kb .gpu/cache
 if [ -z "${NO_WARM:-}" ] && [ -d build/kforge-cache ]; then cp -r build/kforge-cache/. .gpu/cache/; fi
 copied=$(date +%s)
 sleep 2  # entries the runs below create or read are newer than the copy (see prune_cache.py)
-cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 .gpu/kb/
+[ -n "${SKIP_SHARED:-}" ] || cp -r ../shared/kernelbench/level1 ../shared/kernelbench/level2 .gpu/kb/
 if [ -d ../shared/kernelbench/upstream/kernelbench ]; then cp -r ../shared/kernelbench/upstream .gpu/upstream; fi
 for extra in ${EXTRA_SUITES:-}; do
   mkdir -p .gpu/kb/"$(basename "$extra")" && cp "$extra"/*.py .gpu/kb/"$(basename "$extra")"/

@@ -255,6 +255,28 @@ for _op in _UNARY.split():
     aten_rule(_op)(lambda a, _op=_op: Emit(_op, [a.self], {}))
 
 
+# Special functions: aten's names (torch.special.i0e is aten.special_i0e) -> kforge's unary ops.
+for _aten, _op in (("digamma", "digamma"), ("special_digamma", "digamma"), ("special_psi", "digamma"), ("i0", "i0"),
+                   ("special_i0", "i0"), ("special_i0e", "i0e"), ("special_i1", "i1"), ("special_i1e", "i1e"),
+                   ("special_erfcx", "erfcx"), ("special_ndtri", "ndtri")):
+    aten_rule(_aten)(lambda a, _op=_op: Emit(_op, [a.self], {}))
+
+
+@aten_rule("polygamma special_polygamma")
+def polygamma(a):
+    """torch.polygamma(n, x): the n-th derivative of digamma (n >= 0)."""
+    n = int(a.n)
+    if n < 0:
+        raise Unsupported(f"polygamma of order {n} (torch takes n >= 0)")
+    return Emit("polygamma", [a.self], {"n": n})
+
+
+@aten_rule("special_zeta")
+def zeta(a):
+    """torch.special.zeta(x, q): the Hurwitz zeta function; either side may be a number."""
+    return binary("zeta", a.self, a.other)
+
+
 @aten_rule("round")
 def round_(a):
     if getattr(a, "decimals", 0):

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "codegen/special_math.h"
 #include "kernels/forms.h"
 
 namespace kforge::codegen {
@@ -66,7 +67,9 @@ KernelSource begin_source(const EmitContext& ctx, const std::string& headers) {
   return src;
 }
 
-StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
+namespace {
+
+StatusOr<KernelSource> emit_kernel_of_form(const EmitContext& ctx) {
   // One switch over the catalogue's forms (kernels/forms.def); one-op kernels by their family.
   switch (kernels::kernel_form(ctx.graph, ctx.kernel)) {
     case kernels::KernelForm::kConstantFill: return emit_constant_fill(ctx);
@@ -96,6 +99,14 @@ StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
 #undef KF_FAMILY
   }
   return internal_error("no emitter for the family of " + ir::describe(ctx.graph, ctx.node()));
+}
+
+}  // namespace
+
+StatusOr<KernelSource> emit_kernel(const EmitContext& ctx) {
+  KF_ASSIGN_OR_RETURN(KernelSource src, emit_kernel_of_form(ctx));
+  src.code = with_special_math(src.code);  // the special functions' helpers the code calls
+  return src;
 }
 
 }  // namespace kforge::codegen

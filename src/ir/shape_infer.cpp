@@ -81,7 +81,8 @@ StatusOr<TensorType> infer_Binary(const InferArgs& x) {
     out.shape = x.in(0).shape;
     out.dtype = scalar_promote(x.in(0).dtype, x.a().get("scalar"));
   }
-  const bool to_float = x.node.op == OpId::kDiv || x.node.op == OpId::kAtan2 || x.node.op == OpId::kHypot;
+  const bool to_float =
+      x.node.op == OpId::kDiv || x.node.op == OpId::kAtan2 || x.node.op == OpId::kHypot || x.node.op == OpId::kZeta;
   if (to_float && is_integral(out.dtype)) out.dtype = DType::kFloat32;
   return out;
 }

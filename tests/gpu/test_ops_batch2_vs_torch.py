@@ -167,6 +167,15 @@ CASES = {
         "h = torch.fft.irfftn(torch.fft.rfftn(x.double(), dim=(1, 2)), dim=(1, 2))\n"
         "return torch.view_as_real(a), b.abs(), c.real, c.imag, d, e.abs(), g, h",
         "[torch.randn(3, 6, 40, 24)]", "kf_cufft_exec", tol=1e-4),
+    "special_functions": case(
+        "p = x.abs() + 0.05\nreturn (torch.digamma(x * 6), torch.polygamma(1, p), torch.polygamma(3, p * 4), "
+        "torch.special.i0(x * 8), torch.special.i0e(x * 300), torch.special.i1(x * 8), torch.special.i1e(x * 900), "
+        "torch.special.erfcx(x * 5), torch.special.ndtri(torch.sigmoid(x * 3)), torch.special.log_ndtr(x * 10), "
+        "torch.special.zeta(p + 1.0, p), torch.special.zeta(3.0, p * 10), torch.digamma(x.double() * 6), "
+        "torch.special.i0e(x.double() * 1000), torch.special.zeta(y.abs().double() + 2, 1.5))",
+        "[torch.randn(64, 513), torch.randn(64, 513)]", "kf_digamma", tol=1e-5,
+        special="[torch.tensor([0.0, -0.0, -1.0, -2.0, 1.0, 2.0, -0.5, 0.5, 1e-8, 30.0, -30.0, 100.0] * 2736)[:32832]"
+                ".reshape(64, 513), torch.randn(64, 513)]"),
     "scatter_unique_overwrite": case(  # tests/unseen/48
         "return x.scatter(1, y, torch.tanh(z)) * torch.sigmoid(x), x.scatter(0, y[:3] % 16, 2.5)",
         "[torch.randn(16, 512), torch.argsort(torch.rand(16, 512), dim=1)[:, :64], torch.randn(16, 64)]",

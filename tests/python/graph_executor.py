@@ -170,6 +170,10 @@ OPS = {
     **{op: (lambda fn: lambda i, a: fn(i[0]))(getattr(torch, op)) for op in (
         "sin cos tan asin acos atan sinh cosh asinh acosh atanh log1p expm1 log2 log10 exp2 erfc erfinv lgamma floor "
         "ceil round trunc frac isnan isinf isposinf isneginf").split()},
+    **{op: (lambda fn: lambda i, a: fn(i[0]))(getattr(torch.special, op)) for op in (
+        "digamma i0 i0e i1 i1e erfcx ndtri").split()},
+    "polygamma": lambda i, a: torch.special.polygamma(a["n"], i[0]),
+    "zeta": _binary(lambda x, y: torch.special.zeta(x, y)),
     "logical_and": lambda i, a: torch.logical_and(i[0], i[1]),
     "logical_or": lambda i, a: torch.logical_or(i[0], i[1]),
     "sum": _reduce(torch.sum), "mean": _reduce(torch.mean), "amax": _reduce(torch.amax),

@@ -131,6 +131,10 @@ CASES = [
     ("fourier", ["fft_r2c", "fft_c2c", "fft_c2r"],
      "f = torch.fft.rfft2(x)\nreturn torch.fft.irfft2(f, s=(%d, %d)), torch.view_as_real(torch.fft.ifft(f, dim=1))" % (H, W + 1),
      [(N, C, H, W)], ""),
+    ("special", ["digamma", "polygamma", "i0", "i0e", "i1", "i1e", "erfcx", "ndtri", "zeta"],
+     "p = x.abs() + 0.5\nreturn (torch.digamma(x), torch.polygamma(2, p), torch.special.i0(x), torch.special.i0e(x), "
+     "torch.special.i1(x), torch.special.i1e(x), torch.special.erfcx(x), torch.special.ndtri(torch.sigmoid(x)), "
+     "torch.special.zeta(p + 1, p), torch.special.zeta(x.long() + 3, 2.0))", [(N, L)], ""),
     ("bags_fold", ["embedding_bag", "fold"],
      "return F.embedding_bag(y, x, mode='max'), F.fold(z, (%d, %d), 2)" % (H, W),
      [(N, L), "torch.randint(0, %d, (3, 4))" % N, (N, 4 * C, (H - 1) * (W - 1))], ""),
