@@ -1204,8 +1204,23 @@ def adaptive_avg_pool(a):
 
 @aten_rule("adaptive_max_pool2d adaptive_max_pool3d")
 def adaptive_max_pool(a):
+    """adaptive_max_pool; the indices of the 2-d one (return_indices=True), where the input's size is a multiple of
+    the output's: the windows are then a max_pool's (kernel = stride = the ratio), whose indices max_pool_indices_plan
+    makes. Other sizes give windows of varying length, whose indices are refused where something reads them."""
     r = _rank(a)
-    return Emit("adaptive_max_pool", [a.self], {"output_size": shape(a.out[0])[-r:]}, a.out[0])
+    values, indices = a.out
+    attrs = {"output_size": shape(values)[-r:]}
+    plane, out = shape(a.self)[-r:], shape(values)[-r:]
+    if r != 2 or any(i % o for i, o in zip(plane, out)):
+        return Emit("adaptive_max_pool", [a.self], attrs, values)
+    b = _Steps(a)
+    b.steps.append(Emit("adaptive_max_pool", [a.self], attrs, values))
+    k = [i // o for i, o in zip(plane, out)]
+    try:
+        max_pool_indices_plan(b, a.self, k, k, [0, 0], [1, 1], False, shape(values))
+    except Unsupported:
+        return Emit("adaptive_max_pool", [a.self], attrs, values)
+    return b.done(indices)
 
 
 @aten_rule("dropout native_dropout")

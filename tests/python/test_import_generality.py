@@ -1153,6 +1153,33 @@ def test_an_in_place_aten_update_kforge_cannot_follow_is_refused_not_dropped(tmp
     expect_error(path, r"problem.py:7: torch.Tensor.fill_diagonal_ decomposes to aten.as_strided, which kforge has no op")
 
 
+def test_adaptive_max_pool_indices_match_the_model(tmp_path):
+    """F.adaptive_max_pool2d(return_indices=True) where the plane is a multiple of the output (a max pool's windows),
+    read by max_unpool2d; where it is not, reading the indices is refused, naming the ATen op."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Model(nn.Module):
+            def forward(self, x):
+                v, i = F.adaptive_max_pool2d(x, (3, 4), return_indices=True)
+                return v, i, F.max_unpool2d(v * 2, i, 2, output_size=x.shape[-2:])
+
+        def get_inputs():
+            return [torch.randn(2, 3, 6, 8)]
+
+        def get_init_inputs():
+            return []
+    """, atol=0, rtol=0)
+    assert "argmax" in ops_of(g)
+    path = forward_problem(tmp_path, """
+        v, i = F.adaptive_max_pool2d(x.reshape(1, 4, 2, 4).repeat(1, 1, 4, 2)[:, :, :7, :7], 3, return_indices=True)
+        return v, i
+    """)
+    expect_error(path, r"adaptive_max_pool2d, whose output 1 kforge has no op for")
+
+
 def test_diagonal_norms_and_shifts_import_and_match_the_model(tmp_path):
     """torch.diagonal (offsets of both signs, dims not last, a wide matrix), torch.trace, diag_embed's sum; vector
     norms of order inf, -inf and 0 (abs with amax / amin; a count of nonzeros), F.normalize by them; << and >> of
