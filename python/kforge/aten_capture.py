@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from .import_ops import (GRID_SAMPLE_MODES, GRID_SAMPLE_PADDINGS, METADATA_INPLACE, Alias, Const, Emit, Unsupported,
                          UserError, _clamp_plan, _dtype_cast, _logical, _permute, _scaled, _Steps, binary, dim, dims,
                          _advanced_index_plan, _indexed_write_plan, finite, grid_sample_plan, is_num,
-                         max_pool_indices_plan, norm_plan, shape, tup, write_plan)
+                         max_pool_indices_plan, norm_plan, shape, tup, write_plan, DiagonalView, diagonal_write_plan)
 
 
 class CaptureFailed(Exception):
@@ -850,38 +850,11 @@ def diagonal(a):
 
 @aten_rule("diagonal_scatter")
 def diagonal_scatter(a):
-    """torch.diagonal_scatter(x, src, offset, dim1, dim2): x with src written over the diagonal diagonal() reads:
-    the same permute and merge of the two dims, then a scatter along the merged dim to the diagonal's positions
-    (offset's first entry, then every (m + 1)-th: a cumulative sum of ones, scaled), and back to x's shape."""
-    x, src, offset = a.self, a.src, int(getattr(a, "offset", 0))
-    d1, d2 = dim(getattr(a, "dim1", 0), x.dim()), dim(getattr(a, "dim2", 1), x.dim())
-    n, m, i64 = int(x.shape[d1]), int(x.shape[d2]), torch.int64
-    length = max(0, min(n, m - offset)) if offset >= 0 else max(0, min(n + offset, m))
-    if length == 0:
-        raise Unsupported(f"an empty diagonal (offset {offset} of {n} x {m})")
-    b, cur = _Steps(a), x
-    perm = [d for d in range(x.dim()) if d not in (d1, d2)] + [d1, d2]
-    moved = perm != list(range(x.dim()))
-    if moved:
-        cur = b("permute", [cur], {"dims": perm}, lambda t: t.permute(perm), cur)
-    lead = shape(cur)[:-2]
-    cur = b("reshape", [cur], {"shape": lead + [n * m]}, torch.reshape, cur, lead + [n * m])
-    start = offset if offset >= 0 else -offset * m
-    pos = b.scalar("mul", b.scalar("sub", b.counting(length, i64), 1), m + 1)
-    if start:
-        pos = b.scalar("add", pos, start)
-    along = [1] * len(lead) + [length]
-    pos = b("reshape", [pos], {"shape": along}, torch.reshape, pos, along)
-    if lead:
-        pos = b("expand", [pos], {"shape": lead + [length]}, lambda t: t.expand(lead + [length]), pos)
-    if src.dtype != x.dtype:
-        src = b("cast", [src], {"dtype": x.dtype}, lambda t: t.to(x.dtype), src)
-    cur = b("scatter", [cur, pos, src], {"dim": len(lead)}, torch.scatter, cur, len(lead), pos, src)
-    cur = b("reshape", [cur], {"shape": lead + [n, m]}, torch.reshape, cur, lead + [n, m])
-    if moved:
-        back = [perm.index(d) for d in range(x.dim())]
-        b("permute", [cur], {"dims": back}, lambda t: t.permute(back), cur)
-    return b.done(a.out)
+    """torch.diagonal_scatter(x, src, offset, dim1, dim2): diagonal_write_plan."""
+    x = a.self
+    view = DiagonalView(int(getattr(a, "offset", 0)), dim(getattr(a, "dim1", 0), x.dim()),
+                        dim(getattr(a, "dim2", 1), x.dim()))
+    return diagonal_write_plan(x, view, a.src, a.meta, a.out)
 
 
 @aten_rule("__lshift__ __rshift__ bitwise_left_shift bitwise_right_shift")

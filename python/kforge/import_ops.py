@@ -1933,10 +1933,58 @@ def _value_as(x, value, view_shape, meta, steps):
     return v
 
 
+class DiagonalView(NamedTuple):
+    """The view x.diagonal(offset, dim1, dim2) as a write-back index (the tracer records it; write_plan takes it)."""
+    offset: int
+    dim1: int
+    dim2: int
+
+
+def diagonal_write_plan(x, view, src, meta, target):
+    """x with src written over the diagonal x.diagonal(*view) reads (torch.diagonal_scatter): the two dims moved last
+    (a permute, where they are not) and merged (reshape), a scatter along the merged dim to the diagonal's positions
+    (the offset's first entry, then every (m + 1)-th: a cumulative sum of ones, scaled), and back to x's shape."""
+    offset, d1, d2 = view
+    n, m, i64 = int(x.shape[d1]), int(x.shape[d2]), torch.int64
+    length = max(0, min(n, m - offset)) if offset >= 0 else max(0, min(n + offset, m))
+    if length == 0:
+        raise Unsupported(f"an empty diagonal (offset {offset} of {n} x {m})")
+    b, cur = _Steps(_MetaOnly(meta)), x
+    perm = [d for d in range(x.dim()) if d not in (d1, d2)] + [d1, d2]
+    moved = perm != list(range(x.dim()))
+    if moved:
+        cur = b("permute", [cur], {"dims": perm}, lambda t: t.permute(perm), cur)
+    lead = shape(cur)[:-2]
+    cur = b("reshape", [cur], {"shape": lead + [n * m]}, torch.reshape, cur, lead + [n * m])
+    start = offset if offset >= 0 else -offset * m
+    pos = b.scalar("mul", b.scalar("sub", b.counting(length, i64), 1), m + 1)
+    if start:
+        pos = b.scalar("add", pos, start)
+    along = [1] * len(lead) + [length]
+    pos = b("reshape", [pos], {"shape": along}, torch.reshape, pos, along)
+    if lead:
+        pos = b("expand", [pos], {"shape": lead + [length]}, lambda t: t.expand(lead + [length]), pos)
+    if is_num(src):
+        src = b("full", [], {"shape": lead + [length], "value": finite(src, "value"), "dtype": x.dtype}, torch.full,
+                lead + [length], src, dtype=x.dtype, device="meta")
+    elif src.dtype != x.dtype:
+        src = b("cast", [src], {"dtype": x.dtype}, lambda t: t.to(x.dtype), src)
+    if shape(src) != lead + [length]:
+        src = b("expand", [src], {"shape": lead + [length]}, lambda t: t.expand(lead + [length]), src)
+    cur = b("scatter", [cur, pos, src], {"dim": len(lead)}, torch.scatter, cur, len(lead), pos, src)
+    cur = b("reshape", [cur], {"shape": lead + [n, m]}, torch.reshape, cur, lead + [n, m])
+    if moved:
+        back = [perm.index(d) for d in range(x.dim())]
+        b("permute", [cur], {"dims": back}, lambda t: t.permute(back), cur)
+    return b.done(target)
+
+
 def write_plan(x, index, value, meta, target):
     """x[index] = value as nodes whose last value is bound to `target`: slices of x around the written
     region, concatenated back together per restricted dim; a bool mask over x's leading dims -> where; integer
     index tensors -> _indexed_write_plan (a scatter)."""
+    if isinstance(index, DiagonalView):
+        return diagonal_write_plan(x, index, value, meta, target)
     idx = index if isinstance(index, tuple) else (index,)
     steps = []
     if any(isinstance(i, torch.Tensor) and i.dtype in (torch.int64, torch.int32) for i in idx):

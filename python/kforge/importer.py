@@ -350,6 +350,7 @@ _METADATA_INPLACE = ops.METADATA_INPLACE
 _VIEW_INDEXERS = {ops.resolve(n) for n in "Tensor.__getitem__ Tensor.select torch.select Tensor.narrow "
                   "torch.narrow".split()} | {ops.tensor_getitem}
 _VIEW_INDEXERS.discard(None)
+_DIAGONAL_VIEWS = {ops.resolve(n) for n in ("Tensor.diagonal", "torch.diagonal")} - {None}
 _TWIN_LIMIT = 1 << 16  # elements: constants this small are also computed on the CPU, so their data can be read
 
 
@@ -664,6 +665,8 @@ class Tracer:
                 if not self.bound(t) or self.mutates(func):
                     self.poison(t, str(e))
                     self.poison_overlapping(t, [t], str(e))
+        if func in _DIAGONAL_VIEWS and isinstance(out, torch.Tensor) and self.bound(out):
+            self.record_diagonal_view(args, kwargs, out)
         self.twin_call(func, args, kwargs, out)
         return out
 
@@ -763,9 +766,22 @@ class Tracer:
                 index = (slice(None),) * d + (int(a.index),)
         self.views[id(out)] = (out, base, index, ops.shape(base))
 
+    def record_diagonal_view(self, args, kwargs, out):
+        """Remember that out is x.diagonal(offset, dim1, dim2), for write-back (cov.diagonal().add_(eps))."""
+        base = args[0]
+        if not isinstance(base, torch.Tensor) or storage_key(out) != storage_key(base):
+            return
+        rest = list(args[1:]) + [None] * 3
+        offset = kwargs.get("offset", rest[0] if rest[0] is not None else 0)
+        d1 = kwargs.get("dim1", rest[1] if rest[1] is not None else 0)
+        d2 = kwargs.get("dim2", rest[2] if rest[2] is not None else 1)
+        view = ops.DiagonalView(int(offset), ops.dim(d1, base.dim()), ops.dim(d2, base.dim()))
+        self.views[id(out)] = (out, base, view, ops.shape(base))
+
     def mutated(self, t, shown, loc):
         """t was just updated in place and is bound to its new value: write the update back into the bases
-        it is an x[...] view of, and make every other tensor whose memory overlaps an error to use."""
+        it is an x[...] (or x.diagonal()) view of, and make every other tensor whose memory overlaps an error to
+        use."""
         chain, cur = [t], t
         while True:
             v = self.views.get(id(cur))

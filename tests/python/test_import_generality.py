@@ -1129,6 +1129,35 @@ def test_diagonal_scatter_and_fill_diagonal_match_the_model(tmp_path):
     assert "scatter" in ops_of(g)
 
 
+def test_in_place_writes_through_diagonal_views_match_the_model(tmp_path):
+    """Writes through x.diagonal() views reach their base (diagonal_write_plan): a covariance's diagonal plus eps,
+    fill_ and copy_ of off-diagonals, and a view read again after its own in-place update."""
+    g = verified(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x, s):
+                cov = x @ x.transpose(-1, -2) / x.shape[-1]
+                cov.diagonal(dim1=-2, dim2=-1).add_(1e-3)
+                y = x[0, :, :5].clone()
+                y.diagonal(1).fill_(2.0)
+                z = torch.zeros(4, 6)
+                torch.diagonal(z, -1).copy_(s[:3])
+                w = x[1, :, :5] * 1
+                d = w.diagonal()
+                d.mul_(3)
+                return cov, y, z, w + d.sum()
+
+        def get_inputs():
+            return [torch.randn(2, 5, 8), torch.randn(7)]
+
+        def get_init_inputs():
+            return []
+    """, atol=1e-5, rtol=1e-5)
+    assert "scatter" in ops_of(g)
+
+
 def test_an_in_place_aten_update_kforge_cannot_follow_is_refused_not_dropped(tmp_path, monkeypatch):
     """A C++ callable whose ATen graph writes into a view kforge has no op for (fill_diagonal_ without its rule:
     aten.as_strided, then fill_ on it) used to leave the caller's tensor at its old value, a wrong answer; the
