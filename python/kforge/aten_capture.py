@@ -1376,6 +1376,23 @@ def arange(a):
     return b.done()
 
 
+@aten_rule("fft_fftfreq fft_rfftfreq")
+def fftfreq(a):
+    """torch.fft.fftfreq(n, d) / rfftfreq(n, d): the bins' frequencies, as torch makes them: the integers 0, 1, ...
+    (fftfreq: the upper half wrapped to negative, k - n for k >= (n + 1) / 2), counted in int64 (a cumulative sum
+    of ones, minus one), cast to the result's dtype and multiplied by 1 / (n d)."""
+    n, d, dt, b, i64 = int(a.n), float(getattr(a, "d", 1.0)), a.out.dtype, _Steps(a), torch.int64
+    count = int(a.out.shape[0])
+    k = b.scalar("sub", b.counting(count, i64), 1)
+    if a.aten_name == "fft_fftfreq":
+        low = b.scalar("lt", k, (n + 1) // 2)
+        k = b("where", [low, k, b.scalar("sub", k, n)], {}, lambda m, u, v: torch.where(m, u, v), low, k,
+              k)  # the meta of where(low, k, k - n) has k's shape and dtype
+    k = b("cast", [k], {"dtype": dt}, lambda t: t.to(dt), k)
+    b.scalar("mul", k, 1.0 / (n * d))
+    return b.done(a.out)
+
+
 @aten_rule("repeat")
 def repeat(a):
     """x.repeat(r): each dim n becomes (1, n) -> expand to (r, n) -> merged."""

@@ -83,6 +83,8 @@ def involved(func, args, kwargs):
     Fourier transform of a real tensor)."""
     if func in FROM_REAL or func in fourier.TRANSFORMS or any(t.is_complex() for t in _tensors([args, kwargs])):
         return True
+    if func in BINARY and any(isinstance(v, complex) for v in [*args, *kwargs.values()]):
+        return True  # 1j * x: a real tensor times a complex number
     if func in FACTORIES and ((isinstance(kwargs.get("dtype"), torch.dtype) and kwargs["dtype"].is_complex) or
                               any(isinstance(v, complex) for v in [*args, *kwargs.values()])):
         return True  # torch.zeros(..., dtype=torch.cfloat), torch.full(shape, 1 - 2j)

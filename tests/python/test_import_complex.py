@@ -85,6 +85,22 @@ CASES = {
                                      "w = torch.ones_like(z)\nw[0, :4] = x[1]\nf = torch.full((2, 5), 1 - 2j)\n"
                                      "return torch.view_as_real(z * w + f)",
                                      "[torch.randn(2, 4)]", ""),
+    # GFNet's global filter: rfft2 over the two token dims (not the last), a complex weight, irfft2 back
+    "fft_gfnet_global_filter": ("y = torch.fft.rfft2(x, dim=(1, 2), norm='ortho') * torch.view_as_complex(self.w)\n"
+                                "return torch.fft.irfft2(y, s=(8, 8), dim=(1, 2), norm='ortho')",
+                                "[torch.randn(2, 8, 8, 16)]", "self.w = nn.Parameter(torch.randn(8, 5, 16, 2) * 0.02)"),
+    # AFNO's mixing: real einsums of the parts, softshrink, the parts stacked back into a complex tensor
+    "fft_afno_mixing": ("f = torch.fft.rfft(x, dim=1, norm='ortho')\n"
+                        "re = F.relu(torch.einsum('bni,io->bno', f.real, self.w[0]) - torch.einsum('bni,io->bno', f.imag, self.w[1]))\n"
+                        "im = F.relu(torch.einsum('bni,io->bno', f.imag, self.w[0]) + torch.einsum('bni,io->bno', f.real, self.w[1]))\n"
+                        "z = torch.view_as_complex(torch.stack([F.softshrink(re, 0.01), F.softshrink(im, 0.01)], dim=-1))\n"
+                        "return torch.fft.irfft(z, n=x.shape[1], dim=1, norm='ortho') + x",
+                        "[torch.randn(2, 10, 8)]", "self.w = nn.Parameter(torch.randn(2, 8, 8) * 0.1)"),
+    # a real tensor times a complex number (exp(1j * phase)), and fftfreq / rfftfreq as frequency tables
+    "fft_phase_and_frequencies": ("z = torch.exp(1j * x)\nf = torch.fft.rfftfreq(x.shape[-1], d=0.5)\n"
+                                  "return (torch.fft.ifft(torch.fft.fft(z) * 2).real, (x * 1j).imag, "
+                                  "torch.fft.irfft(torch.fft.rfft(x) * torch.exp(-f), n=x.shape[-1]), torch.fft.fftfreq(9) + x[0, 0])",
+                                  "[torch.randn(2, 8)]", ""),
     # an FNet-style token mixer: the real part of a 2-d transform over the sequence and the hidden dims
     "fft_fnet_mixing": ("return torch.fft.fft(torch.fft.fft(x, dim=-1), dim=-2).real + x", "[torch.randn(2, 12, 16)]", ""),
     # an irfft of a real tensor (torch reads it as a spectrum with zero imaginary parts), an integer input
