@@ -1393,6 +1393,40 @@ def fftfreq(a):
     return b.done(a.out)
 
 
+@aten_rule("hann_window hamming_window blackman_window bartlett_window")
+def window_function(a):
+    """torch's window functions (stft's windows) in torch's own order of operations, from k = 0, 1, ... counted in
+    the result's dtype (a periodic window is the symmetric one of length N + 1 without its last point):
+    hamming alpha - beta cos(2 pi k / (N - 1)) (hann: alpha = beta = 0.5), blackman 0.08 cos(4t) - 0.5 cos(2t) + 0.42
+    with t = pi k / (N - 1), bartlett 2k / (N - 1) mirrored past the middle."""
+    dt, b = a.out.dtype, _Steps(a)
+    length = int(a.window_length)
+    if length < 2:
+        raise Unsupported(f"a window of length {length}")
+    n = length + 1 if getattr(a, "periodic", True) else length
+    k = b.scalar("sub", b.counting(n, dt), 1)
+    name = a.aten_name
+    if name in ("hann_window", "hamming_window"):
+        alpha, beta = (0.5, 0.5) if name == "hann_window" else (float(getattr(a, "alpha", 0.54)),
+                                                                float(getattr(a, "beta", 0.46)))
+        w = b.scalar("add", b.scalar("mul", b("cos", [b.scalar("mul", k, math.pi * 2.0 / (n - 1))], {},
+                                                 torch.cos, k), -beta), alpha)
+    elif name == "blackman_window":
+        t = b.scalar("mul", k, math.pi / (n - 1))
+        c4 = b.scalar("mul", b("cos", [b.scalar("mul", t, 4)], {}, torch.cos, t), 0.08)
+        c2 = b.scalar("mul", b("cos", [b.scalar("mul", t, 2)], {}, torch.cos, t), 0.5)
+        w = b.scalar("add", b("sub", [c4, c2], {}, torch.sub, c4, c2), 0.42)
+    else:  # bartlett
+        t = b.scalar("mul", k, 2.0 / (n - 1))
+        half = ((n - 1) >> 1) + 1
+        low = b.scalar("lt", k, half)
+        w = b("where", [low, t, b.scalar("add", b.scalar("mul", t, -1), 2)], {}, lambda m, u, v: torch.where(m, u, v),
+              low, t, t)
+    if n != length:
+        b("slice", [w], {"dim": 0, "start": 0, "end": length, "step": 1}, lambda u: u[:length], w)
+    return b.done(a.out)
+
+
 @aten_rule("repeat")
 def repeat(a):
     """x.repeat(r): each dim n becomes (1, n) -> expand to (r, n) -> merged."""

@@ -81,7 +81,8 @@ SUPPORTED = ("view_as_real, .real, .imag, abs, angle, conj, exp, reciprocal, + -
 def involved(func, args, kwargs):
     """Whether a call reads a complex tensor or makes one from real tensors (x.to(torch.complex64) too, and a
     Fourier transform of a real tensor)."""
-    if func in FROM_REAL or func in fourier.TRANSFORMS or any(t.is_complex() for t in _tensors([args, kwargs])):
+    if (func in FROM_REAL or func in fourier.TRANSFORMS or func in fourier.STFT or
+            any(t.is_complex() for t in _tensors([args, kwargs]))):
         return True
     if func in BINARY and any(isinstance(v, complex) for v in [*args, *kwargs.values()]):
         return True  # 1j * x: a real tensor times a complex number
@@ -166,6 +167,8 @@ class Pairs:
                 return self._einsum(shown, args, kwargs, out)
             if func in fourier.TRANSFORMS:
                 return fourier.transform(self, func, shown, args, kwargs, out)
+            if func in fourier.STFT:
+                return fourier.stft(self, func, shown, args, kwargs, out)
         raise UserError(f"{where}: {shown} on a complex tensor: kforge holds a complex tensor as its real and "
                         f"imaginary parts and supports {SUPPORTED}; make the rest real first (torch.view_as_real, "
                         f"or cos/sin of the angle)")

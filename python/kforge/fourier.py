@@ -37,7 +37,15 @@ for _suffix, _sig in (("", _one), ("2", _two), ("n", _many)):
         _f = ops.resolve(f"torch.fft.{_base}{_suffix}")
         if _f is not None:
             TRANSFORMS[_f] = (inspect.signature(_sig), _kind)
-SUPPORTED = "torch.fft.fft, ifft, rfft, irfft and their 2-d and n-d forms"
+SUPPORTED = "torch.fft.fft, ifft, rfft, irfft and their 2-d and n-d forms, torch.stft"
+
+
+def _stft_sig(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
+              normalized=False, onesided=None, return_complex=None, align_to_window=None):  # torch.stft / Tensor.stft
+    pass
+
+
+STFT = {f: inspect.signature(_stft_sig) for f in (ops.resolve("torch.stft"), ops.resolve("Tensor.stft")) if f}
 
 
 def _dims_and_sizes(x, a, one_d):
@@ -156,3 +164,48 @@ def transform(pairs, func, shown, args, kwargs, out):
                             f"torch {tuple(out.shape)} {out.dtype}")
         return parts[0]
     return pairs._result(out, parts[0], parts[1])
+
+
+def stft(pairs, func, shown, args, kwargs, out):
+    """torch.stft of a real 1-d or 2-d signal as torch computes it: centered frames (the signal padded by n_fft // 2
+    with pad_mode), frames of n_fft every hop_length (unfold), times the window (zero-padded to n_fft around its
+    middle; none: all ones), a real (onesided) or complex transform of each frame, times n_fft^-1/2 when
+    normalized; (..., frequencies, frames). return_complex=False gives view_as_real of it, as torch."""
+    where = pairs.tracer.where()
+    try:
+        bound = STFT[func].bind(*args, **kwargs)
+    except TypeError as e:
+        raise UserError(f"{where}: {shown}: {e}") from None
+    bound.apply_defaults()
+    a = bound.arguments
+    x, n_fft = a["input"], int(a["n_fft"])
+    if x.is_complex() or x.dim() not in (1, 2):
+        raise UserError(f"{where}: {shown} of a {'complex' if x.is_complex() else f'{x.dim()}-d'} signal (kforge "
+                        f"takes a real 1-d or 2-d one)")
+    if a["align_to_window"]:
+        raise UserError(f"{where}: {shown} with align_to_window=True (kforge centres the window in the frame)")
+    hop = int(a["hop_length"] or n_fft // 4)
+    win = int(a["win_length"] or n_fft)
+    one = x.dim() == 1
+    if one:
+        x = x.unsqueeze(0)
+    if a["center"]:
+        pad = n_fft // 2
+        x = F.pad(x.unsqueeze(1), (pad, pad), mode=a["pad_mode"]).squeeze(1)
+    frames = x.unfold(-1, n_fft, hop)
+    window = a["window"]
+    if window is not None:
+        if win < n_fft:
+            left = (n_fft - win) // 2
+            window = F.pad(window, (left, n_fft - win - left))
+        frames = frames * window
+    onesided = a["onesided"] if a["onesided"] is not None else True
+    spec = torch.fft.rfft(frames) if onesided else torch.fft.fft(frames)
+    if a["normalized"]:
+        spec = spec * n_fft ** -0.5
+    spec = spec.transpose(-1, -2)
+    if one:
+        spec = spec.squeeze(0)
+    if a["return_complex"] is False:
+        return torch.view_as_real(spec)
+    return spec

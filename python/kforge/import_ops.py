@@ -2123,12 +2123,14 @@ FACTORIES = {resolve(n) for n in (
     "torch.empty torch.zeros torch.ones torch.rand torch.randn torch.randint torch.full torch.tensor torch.arange "
     "torch.linspace torch.logspace torch.eye torch.randperm torch.normal torch.as_tensor torch.scalar_tensor "
     "torch.empty_strided torch.zeros_like torch.ones_like torch.empty_like torch.full_like torch.rand_like "
-    "torch.randn_like torch.randint_like torch.fft.fftfreq torch.fft.rfftfreq").split()} - {None}
+    "torch.randn_like torch.randint_like torch.fft.fftfreq torch.fft.rfftfreq torch.hann_window torch.hamming_window "
+    "torch.blackman_window torch.bartlett_window").split()} - {None}
 
 # factories whose values follow from their Python arguments: small results also get a CPU twin (importer)
 TWIN_FACTORIES = {resolve(n) for n in (
     "torch.zeros torch.ones torch.full torch.tensor torch.arange torch.linspace torch.logspace torch.eye "
-    "torch.as_tensor torch.scalar_tensor torch.fft.fftfreq torch.fft.rfftfreq").split()} - {None}
+    "torch.as_tensor torch.scalar_tensor torch.fft.fftfreq torch.fft.rfftfreq torch.hann_window torch.hamming_window "
+    "torch.blackman_window torch.bartlett_window").split()} - {None}
 
 # draws of random numbers (in forward they make the output a function of the generator, not of the inputs)
 RANDOM = {resolve(n) for n in (

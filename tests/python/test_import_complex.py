@@ -101,6 +101,20 @@ CASES = {
                                   "return (torch.fft.ifft(torch.fft.fft(z) * 2).real, (x * 1j).imag, "
                                   "torch.fft.irfft(torch.fft.rfft(x) * torch.exp(-f), n=x.shape[-1]), torch.fft.fftfreq(9) + x[0, 0])",
                                   "[torch.randn(2, 8)]", ""),
+    # Whisper's log-mel front end: a Hann window made in forward, torch.stft, power, mel filters, log10 and clamps
+    "stft_whisper_log_mel": ("window = torch.hann_window(64).to(x.device)\n"
+                             "s = torch.stft(x, 64, 16, window=window, return_complex=True)\n"
+                             "m = self.mel @ (s[..., :-1].abs() ** 2)\nlg = torch.clamp(m, min=1e-10).log10()\n"
+                             "return (torch.maximum(lg, lg.max() - 8.0) + 4.0) / 4.0", "[torch.randn(400)]",
+                             "self.register_buffer('mel', torch.rand(20, 33))"),
+    # stft's options: a shorter window centred in the frame, constant padding, normalized, two-sided, not centred,
+    # return_complex=False; the other window functions
+    "stft_options_and_windows": ("a = torch.stft(x, 32, hop_length=8, win_length=24, window=torch.hamming_window(24), "
+                                 "pad_mode='constant', normalized=True, return_complex=True)\n"
+                                 "b = x.stft(16, return_complex=True, center=False, onesided=False)\n"
+                                 "c = torch.stft(x, 16, window=torch.blackman_window(16, periodic=False), return_complex=False)\n"
+                                 "return a.abs(), b.real, c, torch.bartlett_window(9) + x[0, 0], torch.hann_window(7, periodic=False) * 2",
+                                 "[torch.randn(3, 200)]", ""),
     # an FNet-style token mixer: the real part of a 2-d transform over the sequence and the hidden dims
     "fft_fnet_mixing": ("return torch.fft.fft(torch.fft.fft(x, dim=-1), dim=-2).real + x", "[torch.randn(2, 12, 16)]", ""),
     # an irfft of a real tensor (torch reads it as a spectrum with zero imaginary parts), an integer input
