@@ -176,6 +176,15 @@ CASES = {
         "[torch.randn(64, 513), torch.randn(64, 513)]", "kf_digamma", tol=1e-5,
         special="[torch.tensor([0.0, -0.0, -1.0, -2.0, 1.0, 2.0, -0.5, 0.5, 1e-8, 30.0, -30.0, 100.0] * 2736)[:32832]"
                 ".reshape(64, 513), torch.randn(64, 513)]"),
+    "stft_log_mel_and_phase": case(
+        "window = torch.hann_window(400).to(x.device)\n"
+        "s = torch.stft(x, 400, 160, window=window, return_complex=True)\n"
+        "m = self.mel @ (s[..., :-1].abs() ** 2)\nlg = torch.clamp(m, min=1e-10).log10()\n"
+        "lg = (torch.maximum(lg, lg.amax(dim=(-2, -1), keepdim=True) - 8.0) + 4.0) / 4.0\n"
+        "f = torch.fft.rfftfreq(x.shape[-1])\n"
+        "return lg, torch.fft.irfft(torch.fft.rfft(x) * torch.exp(-1j * f * 3.0), n=x.shape[-1])",
+        "[torch.randn(4, 16000)]", "kf_cufft_exec", tol=1e-4,
+        init="self.register_buffer('mel', torch.rand(80, 201) * 0.01)"),
     "scatter_unique_overwrite": case(  # tests/unseen/48
         "return x.scatter(1, y, torch.tanh(z)) * torch.sigmoid(x), x.scatter(0, y[:3] % 16, 2.5)",
         "[torch.randn(16, 512), torch.argsort(torch.rand(16, 512), dim=1)[:, :64], torch.randn(16, 64)]",
