@@ -1482,6 +1482,29 @@ def stack(a):
     return Emit("stack", ts, {"dim": dim(a.dim, ts[0].dim() + 1)})
 
 
+@rule("torch._C._nn.pad_sequence", "sequences, batch_first=False, padding_value=0.0, padding_side='right'",
+      "constant_pad stack")
+def pad_sequence(a):
+    """nn.utils.rnn.pad_sequence: each sequence (L_i, *) padded along its first dim to the longest with padding_value
+    (at the end, or the start for padding_side='left'; constant_pad), then stacked along dim 0 (batch_first) or 1."""
+    seqs = list(a.sequences)
+    if not seqs or any(not isinstance(t, torch.Tensor) or t.dim() < 1 for t in seqs):
+        raise Unsupported("pad_sequence of an empty list or of 0-d tensors")
+    if a.padding_side not in ("right", "left"):
+        raise Unsupported(f"padding_side={a.padding_side!r}")
+    longest, steps, padded = max(int(t.shape[0]) for t in seqs), [], []
+    for t in seqs:
+        short = longest - int(t.shape[0])
+        if short == 0:
+            padded.append(t)
+            continue
+        pads = [0, 0] * (t.dim() - 1) + ([0, short] if a.padding_side == "right" else [short, 0])
+        out = a.meta(F.pad, t, pads, value=float(a.padding_value))
+        steps.append(Emit("constant_pad", [t], {"pad": pads, "value": _pad_value(a.padding_value)}, out))
+        padded.append(out)
+    return steps + [Emit("stack", padded, {"dim": 0 if a.batch_first else 1})]
+
+
 @rule("torch.split Tensor.split torch.tensor_split Tensor.tensor_split torch.chunk Tensor.chunk",
       "input, *args, **kwargs", "slice")
 def split(a):

@@ -96,6 +96,12 @@ PASSING = {
     'stft_variants': ('',
         "a = torch.stft(x, 32, hop_length=8, win_length=24, window=torch.hamming_window(24), center=True, pad_mode='constant', normalized=True, return_complex=True)\n        b = x.stft(16, return_complex=True, center=False, onesided=False)\n        c = torch.stft(x, 16, window=torch.ones(16), return_complex=False)\n        return a.abs(), b.angle(), c",
         '[torch.randn(3, 200)]'),
+    'pad_sequence': ('',
+        'seqs = [x[:5], x[:3], x[:7]]\n        return (nn.utils.rnn.pad_sequence(seqs, batch_first=True), nn.utils.rnn.pad_sequence(seqs, padding_value=-1.0),\n                nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_side="left"))',
+        '[torch.randn(7, 4)]'),
+    'split_stack_take': ('',
+        'return (torch.nan_to_num(x / 0.0, posinf=1.0), x.unflatten(1, (2, 2)), torch.tensor_split(x, 3, dim=0)[1],\n                torch.vsplit(x, [2, 5])[1], torch.atleast_3d(x), torch.column_stack([x, x]), torch.dstack([x, x]),\n                torch.take_along_dim(x, x.argsort(1), 1), torch.take(x, torch.tensor([0, 5, 27])))',
+        '[torch.randn(7, 4)]'),
 }
 REFUSED = {
     'mode_only': ('',
