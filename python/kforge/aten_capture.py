@@ -21,7 +21,8 @@ import torch.nn.functional as F
 from .import_ops import (GRID_SAMPLE_MODES, GRID_SAMPLE_PADDINGS, METADATA_INPLACE, Alias, Const, Emit, Unsupported,
                          UserError, _clamp_plan, _dtype_cast, _logical, _permute, _scaled, _Steps, binary, dim, dims,
                          _advanced_index_plan, _indexed_write_plan, finite, grid_sample_plan, is_num,
-                         max_pool_indices_plan, norm_plan, shape, tup, write_plan, DiagonalView, diagonal_write_plan)
+                         max_pool_indices_plan, norm_plan, shape, tup, write_plan, DiagonalView, diagonal_write_plan,
+                         scatter_plan)
 
 
 class CaptureFailed(Exception):
@@ -1385,9 +1386,8 @@ def fftfreq(a):
     count = int(a.out.shape[0])
     k = b.scalar("sub", b.counting(count, i64), 1)
     if a.aten_name == "fft_fftfreq":
-        low = b.scalar("lt", k, (n + 1) // 2)
-        k = b("where", [low, k, b.scalar("sub", k, n)], {}, lambda m, u, v: torch.where(m, u, v), low, k,
-              k)  # the meta of where(low, k, k - n) has k's shape and dtype
+        low, wrapped = b.scalar("lt", k, (n + 1) // 2), b.scalar("sub", k, n)
+        k = b("where", [low, k, wrapped], {}, torch.where, low, k, wrapped)
     k = b("cast", [k], {"dtype": dt}, lambda t: t.to(dt), k)
     b.scalar("mul", k, 1.0 / (n * d))
     return b.done(a.out)
@@ -1420,8 +1420,8 @@ def window_function(a):
         t = b.scalar("mul", k, 2.0 / (n - 1))
         half = ((n - 1) >> 1) + 1
         low = b.scalar("lt", k, half)
-        w = b("where", [low, t, b.scalar("add", b.scalar("mul", t, -1), 2)], {}, lambda m, u, v: torch.where(m, u, v),
-              low, t, t)
+        mirrored = b.scalar("add", b.scalar("mul", t, -1), 2)
+        w = b("where", [low, t, mirrored], {}, torch.where, low, t, mirrored)
     if n != length:
         b("slice", [w], {"dim": 0, "start": 0, "end": length, "step": 1}, lambda u: u[:length], w)
     return b.done(a.out)
@@ -1627,22 +1627,10 @@ def running_extreme(a):
 
 @aten_rule("scatter")
 def scatter(a):
-    """Tensor.scatter (a tensor or a number), and its legacy reduce='add' / 'multiply' forms: scatter_add /
-    scatter_prod of the tensor, or of a fill of the number shaped as the index."""
-    d, how, src = dim(a.dim, a.self.dim()), getattr(a, "reduce", None), getattr(a, "src", None)
-    if how is None:
-        if isinstance(src, torch.Tensor):
-            return Emit("scatter", [a.self, a.index, src], {"dim": d})
-        return Emit("scatter_value", [a.self, a.index], {"dim": d, "value": finite(a.value, "value")})
-    if how not in ("add", "multiply"):
-        raise Unsupported(f"reduce={how!r} (reduce='add' and 'multiply' are supported)")
-    op, b = ("scatter_add" if how == "add" else "scatter_prod"), _Steps(a)
-    if not isinstance(src, torch.Tensor):
-        dt = a.self.dtype
-        src = b("full", [], {"shape": shape(a.index), "value": finite(a.value, "value"), "dtype": dt}, torch.full,
-                shape(a.index), a.value, dtype=dt, device="meta")
-    b(op, [a.self, a.index, src], {"dim": d}, torch.scatter_add, a.self, d, a.index, src)
-    return b.done(a.out)
+    """Tensor.scatter inside a capture: import_ops.scatter_plan."""
+    src = getattr(a, "src", None)
+    return scatter_plan(a, a.self, dim(a.dim, a.self.dim()), a.index, src if isinstance(src, torch.Tensor) else a.value,
+                        getattr(a, "reduce", None))
 
 
 # scatter_reduce's reduce -> the kforge op that combines an element into its position ('mean' is a sum and a count)

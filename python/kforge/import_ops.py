@@ -1801,29 +1801,34 @@ def _scatter_index(x):
     return x
 
 
+def scatter_plan(a, x, d, index, v, reduce):
+    """x.scatter(d, index, v) for a tensor or a number v, and its legacy reduce='add' / 'multiply' forms:
+    scatter_add / scatter_prod of the tensor, or of a fill of the number shaped as the index (the torch rule and
+    the ATen rule both)."""
+    if reduce is None:
+        if isinstance(v, torch.Tensor):
+            return Emit("scatter", [x, index, v], {"dim": d})
+        if not is_num(v):
+            raise Unsupported(f"a scatter value of type {type(v).__name__}")
+        return Emit("scatter_value", [x, index], {"dim": d, "value": finite(v, "value")})
+    if reduce not in ("add", "multiply"):
+        raise Unsupported(f"reduce={reduce!r} (reduce='add' and 'multiply' are supported; scatter_reduce takes "
+                          "'sum', 'mean', 'prod', 'amax' and 'amin')")
+    op, b = ("scatter_add" if reduce == "add" else "scatter_prod"), _Steps(a)
+    if not isinstance(v, torch.Tensor):
+        if not is_num(v):
+            raise Unsupported(f"a scatter value of type {type(v).__name__}")
+        v = b("full", [], {"shape": shape(index), "value": finite(v, "value"), "dtype": x.dtype}, torch.full,
+              shape(index), v, dtype=x.dtype, device="meta")
+    b(op, [x, index, v], {"dim": d}, torch.scatter_add, x, d, index, v)
+    return b.done(a.out)
+
+
 @rule("torch.scatter Tensor.scatter Tensor.scatter_", "input, dim, index, src=None, *, value=None, reduce=None",
       "scatter scatter_value scatter_add scatter_prod full")
 def scatter(a):
-    d, index = dim(a.dim, a.input.dim()), _scatter_index(a.index)
-    v = a.value if a.src is None else a.src
-    if a.reduce is not None:  # the legacy forms of scatter_add and of scatter_reduce's 'prod'
-        if a.reduce not in ("add", "multiply"):
-            raise Unsupported(f"reduce={a.reduce!r} (reduce='add' and 'multiply' are supported; scatter_reduce "
-                              "takes 'sum', 'mean', 'prod', 'amax' and 'amin')")
-        op, b = ("scatter_add" if a.reduce == "add" else "scatter_prod"), _Steps(a)
-        if not isinstance(v, torch.Tensor):
-            if not is_num(v):
-                raise Unsupported(f"a scatter value of type {type(v).__name__}")
-            dt = a.input.dtype
-            v = b("full", [], {"shape": list(index.shape), "value": finite(v, "value"), "dtype": dt}, torch.full,
-                  tuple(index.shape), v, dtype=dt, device="meta")
-        b(op, [a.input, index, v], {"dim": d}, torch.scatter_add, a.input, d, index, v)
-        return b.done(a.out)
-    if isinstance(v, torch.Tensor):
-        return Emit("scatter", [a.input, index, v], {"dim": d})
-    if not is_num(v):
-        raise Unsupported(f"a scatter value of type {type(v).__name__}")
-    return Emit("scatter_value", [a.input, index], {"dim": d, "value": finite(v, "value")})
+    return scatter_plan(a, a.input, dim(a.dim, a.input.dim()), _scatter_index(a.index),
+                        a.value if a.src is None else a.src, a.reduce)
 
 
 @rule("Tensor.fill_diagonal_", "input, fill_value, wrap=False", "reshape full cumsum sub mul scatter_value")
